@@ -1,0 +1,9 @@
+//! Reference model, simulated disk and generators shared by tenure's tests, fuzz targets and
+//! benchmarks.
+
+pub mod payload;
+pub mod simdisk;
+pub mod tempdir;
+
+pub use simdisk::{CrashPolicy, Faults, SimStorage};
+pub use tempdir::TempDir;

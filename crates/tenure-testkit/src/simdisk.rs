@@ -1,0 +1,380 @@
+//! A simulated disk: every file keeps its durable image apart from its current bytes, so a test
+//! can "lose power" and build exactly the directory a power cut would leave — synced bytes kept,
+//! each unsynced sector kept, dropped or torn — and open it. Faults can be scheduled: the n-th
+//! sync, allocation or write fails with EIO.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rand::Rng;
+use tenure::{Mapping, Storage, StorageFile};
+
+/// The unit a power cut keeps or drops as a whole (or tears).
+pub const SECTOR_BYTES: usize = 512;
+
+/// What a power cut does with the bytes written since the last sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashPolicy {
+    /// Every unsynced sector is lost.
+    DropAll,
+    /// Every unsynced sector reached the disk.
+    KeepAll,
+    /// Each unsynced sector independently kept, dropped, or torn (a prefix kept).
+    Random,
+}
+
+/// Scheduled failures, counted across the whole simulated disk.
+#[derive(Debug, Default)]
+pub struct Faults {
+    /// The sync calls (1-based, counted from when the plan was set) that fail.
+    pub failing_syncs: Vec<u64>,
+    /// Every sync from this one on fails.
+    pub fail_syncs_from: Option<u64>,
+    pub failing_allocations: Vec<u64>,
+    pub failing_writes: Vec<u64>,
+}
+
+#[derive(Default)]
+struct Counters {
+    syncs: AtomicU64,
+    allocations: AtomicU64,
+    writes: AtomicU64,
+}
+
+struct SimFile {
+    /// Current bytes. The heap buffer never moves once mapped (allocation after mapping is
+    /// refused), so the mapping's pointer stays valid.
+    current: Mutex<Vec<u8>>,
+    current_pointer: AtomicU64,
+    mapped: AtomicBool,
+    durable: Mutex<Vec<u8>>,
+    disk: Arc<DiskState>,
+}
+
+struct DiskState {
+    files: Mutex<BTreeMap<String, Arc<SimFile>>>,
+    /// Held by `crash` and by every sync and write, so a power cut is one instant: it never
+    /// pairs one file's state before a sync with another file's state after it.
+    instant: Mutex<()>,
+    locked: AtomicBool,
+    faults: Mutex<Faults>,
+    counters: Counters,
+}
+
+/// A simulated directory. Clones share the same disk.
+#[derive(Clone)]
+pub struct SimStorage {
+    path: PathBuf,
+    disk: Arc<DiskState>,
+}
+
+fn eio(what: &str) -> io::Error {
+    io::Error::other(format!("simulated EIO on {what}"))
+}
+
+impl SimStorage {
+    pub fn new() -> SimStorage {
+        SimStorage {
+            path: PathBuf::from("/simulated/store"),
+            disk: Arc::new(DiskState {
+                files: Mutex::new(BTreeMap::new()),
+                instant: Mutex::new(()),
+                locked: AtomicBool::new(false),
+                faults: Mutex::new(Faults::default()),
+                counters: Counters::default(),
+            }),
+        }
+    }
+
+    /// A fresh disk holding exactly these files (current = durable).
+    pub fn with_files(files: BTreeMap<String, Vec<u8>>) -> SimStorage {
+        let storage = SimStorage::new();
+        for (name, bytes) in files {
+            storage.put_file(&name, bytes);
+        }
+        storage
+    }
+
+    fn put_file(&self, name: &str, bytes: Vec<u8>) {
+        let file = Arc::new(SimFile {
+            durable: Mutex::new(bytes.clone()),
+            current: Mutex::new(bytes),
+            current_pointer: AtomicU64::new(0),
+            mapped: AtomicBool::new(false),
+            disk: Arc::clone(&self.disk),
+        });
+        self.disk.files.lock().insert(name.to_owned(), file);
+    }
+
+    pub fn set_faults(&self, faults: Faults) {
+        self.disk.counters.syncs.store(0, Ordering::SeqCst);
+        self.disk.counters.allocations.store(0, Ordering::SeqCst);
+        self.disk.counters.writes.store(0, Ordering::SeqCst);
+        *self.disk.faults.lock() = faults;
+    }
+
+    pub fn sync_count(&self) -> u64 {
+        self.disk.counters.syncs.load(Ordering::SeqCst)
+    }
+
+    /// The durable image of every file (what a power cut now would keep at the least).
+    pub fn durable_files(&self) -> BTreeMap<String, Vec<u8>> {
+        self.disk
+            .files
+            .lock()
+            .iter()
+            .map(|(name, file)| (name.clone(), file.durable.lock().clone()))
+            .collect()
+    }
+
+    /// The current bytes of every file (what the OS page cache holds).
+    pub fn current_files(&self) -> BTreeMap<String, Vec<u8>> {
+        self.disk
+            .files
+            .lock()
+            .iter()
+            .map(|(name, file)| (name.clone(), file.current_bytes()))
+            .collect()
+    }
+
+    /// The directory a power cut would leave now, as a new disk (the running store keeps
+    /// its own disk and cannot touch the new one).
+    pub fn crash(&self, rng: &mut impl Rng, policy: CrashPolicy) -> SimStorage {
+        let _instant = self.disk.instant.lock();
+        let mut survived = BTreeMap::new();
+        for (name, file) in self.disk.files.lock().iter() {
+            let current = file.current_bytes();
+            let mut image = file.durable.lock().clone();
+            image.resize(current.len(), 0);
+            for sector_start in (0..current.len()).step_by(SECTOR_BYTES) {
+                let sector_end = (sector_start + SECTOR_BYTES).min(current.len());
+                let fresh = &current[sector_start..sector_end];
+                if image[sector_start..sector_end] == *fresh {
+                    continue;
+                }
+                let kept_bytes = match policy {
+                    CrashPolicy::DropAll => 0,
+                    CrashPolicy::KeepAll => fresh.len(),
+                    CrashPolicy::Random => match rng.gen_range(0..3) {
+                        0 => 0,
+                        1 => fresh.len(),
+                        _ => rng.gen_range(0..=fresh.len()),
+                    },
+                };
+                image[sector_start..sector_start + kept_bytes]
+                    .copy_from_slice(&fresh[..kept_bytes]);
+            }
+            survived.insert(name.clone(), image);
+        }
+        SimStorage::with_files(survived)
+    }
+
+    /// Overwrites bytes of a file, in its current and durable images alike (media corruption).
+    pub fn corrupt(&self, name: &str, offset: usize, bytes: &[u8]) {
+        let files = self.disk.files.lock();
+        let file = files.get(name).expect("no such simulated file");
+        assert!(
+            !file.mapped.load(Ordering::SeqCst),
+            "corrupt a disk no store has open"
+        );
+        file.current.lock()[offset..offset + bytes.len()].copy_from_slice(bytes);
+        file.durable.lock()[offset..offset + bytes.len()].copy_from_slice(bytes);
+    }
+
+    pub fn file_names(&self) -> Vec<String> {
+        self.disk.files.lock().keys().cloned().collect()
+    }
+}
+
+impl Default for SimStorage {
+    fn default() -> SimStorage {
+        SimStorage::new()
+    }
+}
+
+impl SimFile {
+    fn current_bytes(&self) -> Vec<u8> {
+        let current = self.current.lock();
+        let mut copy = vec![0u8; current.len()];
+        // SAFETY: reads the buffer through its pointer, as the mapping writes it. Appenders
+        // may be writing other ranges right now; a torn copy of an unfinished record is what a
+        // real page-cache snapshot could show too.
+        unsafe { std::ptr::copy(current.as_ptr(), copy.as_mut_ptr(), current.len()) };
+        copy
+    }
+}
+
+struct LockGuard(Arc<DiskState>);
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        self.0.locked.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Storage for SimStorage {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn create_directory(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn try_lock(&self) -> io::Result<Option<Box<dyn Any + Send + Sync>>> {
+        if self.disk.locked.swap(true, Ordering::SeqCst) {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(LockGuard(Arc::clone(&self.disk)))))
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        Ok(self.file_names())
+    }
+
+    fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn StorageFile>> {
+        let existing = self.disk.files.lock().get(name).cloned();
+        match existing {
+            Some(file) => Ok(file),
+            None if create => {
+                self.put_file(name, Vec::new());
+                Ok(self.disk.files.lock().get(name).cloned().unwrap())
+            }
+            None => Err(io::Error::new(io::ErrorKind::NotFound, name.to_owned())),
+        }
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        self.disk
+            .files
+            .lock()
+            .remove(name)
+            .map(|_| ())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, name.to_owned()))
+    }
+
+    fn sync_directory(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn scheduled(counter: &AtomicU64, failing: &[u64], from: Option<u64>) -> bool {
+    let call = counter.fetch_add(1, Ordering::SeqCst) + 1;
+    failing.contains(&call) || from.is_some_and(|first| call >= first)
+}
+
+impl StorageFile for SimFile {
+    fn length(&self) -> io::Result<u64> {
+        Ok(self.current.lock().len() as u64)
+    }
+
+    fn allocate(&self, length: u64) -> io::Result<()> {
+        let faults = self.disk.faults.lock();
+        if scheduled(
+            &self.disk.counters.allocations,
+            &faults.failing_allocations,
+            None,
+        ) {
+            return Err(eio("allocate"));
+        }
+        let mut current = self.current.lock();
+        if length as usize > current.len() {
+            if self.mapped.load(Ordering::SeqCst) {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "grow a mapped simulated file",
+                ));
+            }
+            current.resize(length as usize, 0);
+            self.durable.lock().resize(length as usize, 0);
+        }
+        Ok(())
+    }
+
+    fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<()> {
+        let current = self.current.lock();
+        let end = offset as usize + buffer.len();
+        if end > current.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "read past the end",
+            ));
+        }
+        buffer.copy_from_slice(&current[offset as usize..end]);
+        Ok(())
+    }
+
+    fn write_at(&self, buffer: &[u8], offset: u64) -> io::Result<()> {
+        let faults = self.disk.faults.lock();
+        if scheduled(&self.disk.counters.writes, &faults.failing_writes, None) {
+            return Err(eio("write"));
+        }
+        let mut current = self.current.lock();
+        let end = offset as usize + buffer.len();
+        if end > current.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "write past the allocated length",
+            ));
+        }
+        current[offset as usize..end].copy_from_slice(buffer);
+        Ok(())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        let failing = {
+            let faults = self.disk.faults.lock();
+            scheduled(
+                &self.disk.counters.syncs,
+                &faults.failing_syncs,
+                faults.fail_syncs_from,
+            )
+        };
+        if failing {
+            return Err(eio("fdatasync"));
+        }
+        let _instant = self.disk.instant.lock();
+        *self.durable.lock() = self.current_bytes();
+        Ok(())
+    }
+
+    fn map(&self, length: usize) -> io::Result<Mapping> {
+        let mut current = self.current.lock();
+        if length > current.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "map past the end",
+            ));
+        }
+        self.mapped.store(true, Ordering::SeqCst);
+        let pointer = current.as_mut_ptr();
+        self.current_pointer.store(pointer as u64, Ordering::SeqCst);
+        // SAFETY: the Vec's buffer never moves while mapped (growth is refused), and the
+        // owner keeps the file (and so the Vec) alive.
+        Ok(unsafe { Mapping::new(pointer, length, Box::new(MappedFile(self.self_arc()))) })
+    }
+}
+
+struct MappedFile(Arc<SimFile>);
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        self.0.mapped.store(false, Ordering::SeqCst);
+    }
+}
+
+impl SimFile {
+    fn self_arc(&self) -> Arc<SimFile> {
+        let files = self.disk.files.lock();
+        files
+            .values()
+            .find(|file| std::ptr::eq(Arc::as_ptr(file), self))
+            .cloned()
+            .expect("a mapped simulated file is in its directory")
+    }
+}

@@ -1,0 +1,81 @@
+//! The one clock every time decision reads (SPEC §1): leases, locks, TTL and date conditions.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Microseconds since the Unix epoch (UTC).
+pub type Timestamp = u64;
+
+pub const MICROS_PER_SECOND: u64 = 1_000_000;
+
+/// A source of the current time. The store owns one and asks it at every decision.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Timestamp;
+}
+
+/// Wall-clock time read once at creation, then advanced by a monotonic clock, so within one
+/// run a clock that jumps back can neither stretch nor shorten a lease (SPEC §11).
+#[derive(Debug)]
+pub struct SystemClock {
+    wall_at_start: Timestamp,
+    monotonic_start: Instant,
+}
+
+impl SystemClock {
+    pub fn new() -> SystemClock {
+        let wall_at_start = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_micros() as u64)
+            .unwrap_or(0);
+        SystemClock {
+            wall_at_start,
+            monotonic_start: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> SystemClock {
+        SystemClock::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        self.wall_at_start + self.monotonic_start.elapsed().as_micros() as u64
+    }
+}
+
+/// A clock that moves only when a test moves it. Clones share the same time.
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    now_micros: Arc<AtomicU64>,
+}
+
+impl ManualClock {
+    pub fn new(now: Timestamp) -> ManualClock {
+        ManualClock {
+            now_micros: Arc::new(AtomicU64::new(now)),
+        }
+    }
+
+    pub fn advance_micros(&self, micros: u64) {
+        self.now_micros.fetch_add(micros, Ordering::SeqCst);
+    }
+
+    pub fn advance_seconds(&self, seconds: u64) {
+        self.advance_micros(seconds * MICROS_PER_SECOND);
+    }
+
+    /// Sets the time, also backwards (to test a clock that jumped back).
+    pub fn set(&self, now: Timestamp) {
+        self.now_micros.store(now, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        self.now_micros.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,656 @@
+//! The append-only, checksummed log that every tenure change is written to.
+//!
+//! Appenders reserve space and a version in one compare-and-swap on a 128-bit
+//! `(next version, tail)` word, copy their record into a mapped, preallocated segment, then
+//! mark it complete. A record is acknowledged only once every earlier record is complete (and,
+//! in `sync` mode, synced), so cutting the log at its first bad record can never drop an
+//! acknowledged write. See docs/design.md for the byte layout and the commit protocol.
+
+mod placement;
+pub mod record;
+mod recovery;
+mod segment;
+pub mod superblock;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_epoch::Guard;
+use crossbeam_utils::Backoff;
+use parking_lot::{Condvar, Mutex};
+use portable_atomic::AtomicU128;
+
+use crate::error::{Error, Result};
+use crate::etag::Version;
+use crate::storage::{Storage, StorageFile};
+use record::{RecordHeader, RecordKind, HEADER_BYTES};
+use segment::{Segment, SegmentTable};
+use superblock::Superblock;
+
+pub use recovery::RecoveredRecord;
+
+/// How long a write waits before it returns (SPEC §11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Returns once the record and every earlier one are on stable storage.
+    #[default]
+    Sync,
+    /// Returns once the OS has the bytes; a background flush follows.
+    Buffered,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogOptions {
+    pub segment_size_bytes: u64,
+    pub durability: Durability,
+    /// In `buffered` mode, how often the background flusher syncs.
+    pub buffered_flush_interval: Duration,
+}
+
+impl Default for LogOptions {
+    fn default() -> LogOptions {
+        LogOptions {
+            segment_size_bytes: 64 << 20,
+            durability: Durability::Sync,
+            buffered_flush_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+pub const MINIMUM_SEGMENT_SIZE_BYTES: u64 = 4096;
+pub const MAXIMUM_SEGMENT_SIZE_BYTES: u64 = 1 << 40;
+/// The largest payload one record may carry (a 64 MiB value plus its key and metadata).
+pub const MAXIMUM_PAYLOAD_BYTES: u64 = (64 << 20) + (1 << 20);
+/// How many versions may be in flight (reserved, not yet complete) at once.
+const COMPLETION_SLOTS: u64 = 4096;
+
+fn pack(version: u64, offset: u64) -> u128 {
+    ((version as u128) << 64) | offset as u128
+}
+
+fn unpack(word: u128) -> (u64, u64) {
+    ((word >> 64) as u64, word as u64)
+}
+
+struct CompletionSlot {
+    version: AtomicU64,
+    end_offset: AtomicU64,
+}
+
+struct SuperblockState {
+    current: Superblock,
+    /// The copy that holds the last synced superblock; unsynced writes go to the other.
+    synced_copy: usize,
+}
+
+struct FlushState {
+    flushing: bool,
+    /// Every version ≤ .0 is durable; every log byte below .1 is durable.
+    durable: (Version, u64),
+    poisoned: Option<Error>,
+    shutdown: bool,
+}
+
+pub(crate) struct LogShared {
+    storage: Arc<dyn Storage>,
+    slot_size: u64,
+    generation: u32,
+    durability: Durability,
+    /// `(next version to hand out, tail offset)`.
+    reservation: AtomicU128,
+    /// `(every version ≤ this is complete, end offset of that version)`.
+    completed: AtomicU128,
+    completion_slots: Box<[CompletionSlot]>,
+    /// Readers see versions ≤ this: complete in `buffered` mode, durable in `sync` mode.
+    visible: AtomicU64,
+    segments: SegmentTable,
+    segment_creation: Mutex<()>,
+    flush: Mutex<FlushState>,
+    flush_done: Condvar,
+    poisoned: AtomicBool,
+    closed: AtomicBool,
+    superblock_file: Arc<dyn StorageFile>,
+    superblock: Mutex<SuperblockState>,
+    _lock: Box<dyn std::any::Any + Send + Sync>,
+}
+
+/// The log of one store.
+pub struct Log {
+    shared: Arc<LogShared>,
+    flusher: Option<JoinHandle<()>>,
+}
+
+/// Space and a version reserved for one record. Write the payload, then `commit` it; dropping
+/// it uncommitted writes an `Abort` record in its place so later records are not held up.
+pub struct Reservation<'log> {
+    log: &'log LogShared,
+    segment: Arc<Segment>,
+    version: Version,
+    start: u64,
+    new_tail: u64,
+    payload_length: usize,
+    finished: bool,
+}
+
+impl Log {
+    /// Opens (or creates) the log in `storage`, handing every recovered record to `replay` in
+    /// log order.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        options: &LogOptions,
+        replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
+    ) -> Result<Log> {
+        let shared = Arc::new(recovery::open(storage, options, replay)?);
+        let flusher = match options.durability {
+            Durability::Sync => None,
+            Durability::Buffered => {
+                let shared = Arc::clone(&shared);
+                let interval = options.buffered_flush_interval;
+                Some(
+                    std::thread::Builder::new()
+                        .name("tenure-flusher".into())
+                        .spawn(move || shared.background_flush(interval))
+                        .map_err(|error| Error::io("tenure-flusher", "spawn thread", error))?,
+                )
+            }
+        };
+        Ok(Log { shared, flusher })
+    }
+
+    pub fn reserve(&self, payload_length: usize) -> Result<Reservation<'_>> {
+        self.shared.reserve(payload_length)
+    }
+
+    /// Appends one record and returns once it is acknowledged (per the durability mode).
+    pub fn append(&self, payload: &[u8]) -> Result<(Version, u64)> {
+        let mut reservation = self.reserve(payload.len())?;
+        reservation.payload_mut().copy_from_slice(payload);
+        let location = reservation.location();
+        let version = reservation.commit()?;
+        Ok((version, location))
+    }
+
+    /// The newest version readers may see.
+    pub fn visible_version(&self) -> Version {
+        self.shared.visible.load(Ordering::Acquire)
+    }
+
+    /// The payload of the record at `location`, borrowed from the map for as long as `guard`.
+    pub fn payload<'g>(&self, location: u64, guard: &'g Guard) -> Result<&'g [u8]> {
+        self.shared.payload(location, guard)
+    }
+
+    /// Syncs everything complete and returns once it is durable.
+    pub fn flush(&self) -> Result<()> {
+        let (version, _) = unpack(self.shared.completed.load(Ordering::Acquire));
+        self.shared.wait_durable(version)
+    }
+
+    /// Flushes, records the durable watermark and syncs the superblock.
+    pub fn close(&mut self) -> Result<()> {
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.stop_flusher();
+        let result = self.flush_for_close();
+        result.and_then(|()| self.shared.sync_superblock())
+    }
+
+    fn flush_for_close(&self) -> Result<()> {
+        let (version, _) = unpack(self.shared.completed.load(Ordering::Acquire));
+        self.shared.wait_durable(version)
+    }
+
+    fn stop_flusher(&mut self) {
+        if let Some(flusher) = self.flusher.take() {
+            self.shared.flush.lock().shutdown = true;
+            self.shared.flush_done.notify_all();
+            let _ = flusher.join();
+        }
+    }
+
+    /// Bytes of log from its first segment to its tail.
+    pub fn tail_offset(&self) -> u64 {
+        unpack(self.shared.reservation.load(Ordering::Acquire)).1
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.shared.poisoned.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        // Best effort: a store dropped without close still gets its watermark recorded.
+        let _ = self.close();
+    }
+}
+
+impl LogShared {
+    fn check_writable(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if self.poisoned.load(Ordering::Acquire) {
+            let poisoned = self.flush.lock().poisoned.clone();
+            return Err(poisoned.unwrap_or(Error::Closed));
+        }
+        Ok(())
+    }
+
+    fn reserve(&self, payload_length: usize) -> Result<Reservation<'_>> {
+        self.check_writable()?;
+        if payload_length as u64 > MAXIMUM_PAYLOAD_BYTES {
+            return Err(Error::invalid(
+                "payload",
+                format!(
+                    "a record holds at most {MAXIMUM_PAYLOAD_BYTES} bytes, got {payload_length}"
+                ),
+            ));
+        }
+        let size = record::record_size(payload_length as u64);
+        let backoff = Backoff::new();
+        let (version, placement) = loop {
+            let current = self.reservation.load(Ordering::Acquire);
+            let (version, tail) = unpack(current);
+            let (completed_version, _) = unpack(self.completed.load(Ordering::Acquire));
+            if version.saturating_sub(completed_version) > COMPLETION_SLOTS {
+                // Too many records in flight: let earlier appenders finish their copies.
+                Self::wait_step(&backoff);
+                continue;
+            }
+            let placement = placement::place(tail, size, self.slot_size);
+            let next = pack(version + 1, placement.new_tail);
+            if self
+                .reservation
+                .compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                break (version, placement);
+            }
+            backoff.spin();
+        };
+        let result = self.prepare_segments(version, &placement);
+        let segment = match result {
+            Ok(segment) => segment,
+            Err(error) => {
+                // The version is taken; without a record the log could never move past it.
+                self.poison(error.clone());
+                return Err(error);
+            }
+        };
+        Ok(Reservation {
+            log: self,
+            segment,
+            version,
+            start: placement.start,
+            new_tail: placement.new_tail,
+            payload_length,
+            finished: false,
+        })
+    }
+
+    fn wait_step(backoff: &Backoff) {
+        if backoff.is_completed() {
+            std::thread::yield_now();
+        } else {
+            backoff.snooze();
+        }
+    }
+
+    /// Makes sure the segment of the record exists and writes the `SegmentEnd` markers.
+    fn prepare_segments(
+        &self,
+        version: Version,
+        placement: &placement::Placement,
+    ) -> Result<Arc<Segment>> {
+        let segment =
+            self.segment_for(placement.start / self.slot_size, placement.segment_slots)?;
+        if let Some(marker) = placement.end_marker_before {
+            let previous = self.segment_for(marker / self.slot_size, 1)?;
+            self.write_end_marker(&previous, marker, version);
+        }
+        if let Some(marker) = placement.end_marker_after {
+            self.write_end_marker(&segment, marker, version + 1);
+        }
+        Ok(segment)
+    }
+
+    fn write_end_marker(&self, segment: &Segment, global_offset: u64, next_version: Version) {
+        let mut header = [0u8; HEADER_BYTES];
+        let fields = RecordHeader {
+            payload_length: 0,
+            version: next_version,
+            generation: self.generation,
+            kind: RecordKind::SegmentEnd,
+        };
+        record::encode_header(&mut header, fields, &[]);
+        let local = global_offset - segment.first_slot * self.slot_size;
+        // SAFETY: the marker lies in the range between the old tail and the slot boundary,
+        // which this appender's reservation skipped and so owns.
+        unsafe { segment.write(local, &header) };
+    }
+
+    fn segment_for(&self, slot: u64, slot_count: u64) -> Result<Arc<Segment>> {
+        if let Some(segment) = self.segments.get_owned(slot) {
+            return Ok(segment);
+        }
+        let _creating = self.segment_creation.lock();
+        if let Some(segment) = self.segments.get_owned(slot) {
+            return Ok(segment);
+        }
+        let segment = Arc::new(recovery::create_segment(
+            self.storage.as_ref(),
+            slot,
+            slot_count,
+            self.slot_size,
+        )?);
+        self.segments.insert(Arc::clone(&segment));
+        Ok(segment)
+    }
+
+    fn segment_of(&self, global_offset: u64, guard: &Guard) -> Result<Arc<Segment>> {
+        self.segments
+            .get(global_offset / self.slot_size, guard)
+            .cloned()
+            .ok_or_else(|| {
+                Error::corruption(
+                    self.storage.path(),
+                    global_offset,
+                    "no segment holds this log offset",
+                )
+            })
+    }
+
+    fn payload<'g>(&self, location: u64, guard: &'g Guard) -> Result<&'g [u8]> {
+        let slot = location / self.slot_size;
+        let Some(segment) = self.segments.get(slot, guard) else {
+            return Err(Error::corruption(
+                self.storage.path(),
+                location,
+                "no segment holds this log offset",
+            ));
+        };
+        let local = location - segment.first_slot * self.slot_size;
+        // SAFETY: callers ask only for records they found through the index, which holds
+        // complete records only.
+        let bytes = unsafe { segment.bytes_from(local) };
+        let (_, payload) = record::decode(bytes).map_err(|reason| {
+            Error::corruption(self.storage.path().join(&segment.name), local, reason)
+        })?;
+        Ok(payload)
+    }
+
+    fn complete(&self, version: Version, end_offset: u64) {
+        let slot = &self.completion_slots[(version % COMPLETION_SLOTS) as usize];
+        slot.end_offset.store(end_offset, Ordering::Relaxed);
+        slot.version.store(version, Ordering::Release);
+        self.advance_completion();
+    }
+
+    fn advance_completion(&self) {
+        loop {
+            let current = self.completed.load(Ordering::Acquire);
+            let (completed_version, _) = unpack(current);
+            let next = completed_version + 1;
+            let slot = &self.completion_slots[(next % COMPLETION_SLOTS) as usize];
+            if slot.version.load(Ordering::Acquire) != next {
+                return;
+            }
+            let end_offset = slot.end_offset.load(Ordering::Acquire);
+            // A slot is reused only after its version completed, which fails the exchange
+            // below; the re-check keeps a torn (version, end) pair out anyway.
+            if slot.version.load(Ordering::Acquire) != next {
+                return;
+            }
+            if self
+                .completed
+                .compare_exchange(
+                    current,
+                    pack(next, end_offset),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+                && self.durability == Durability::Buffered
+            {
+                self.visible.fetch_max(next, Ordering::AcqRel);
+            }
+        }
+    }
+
+    fn wait_completed(&self, version: Version) {
+        let backoff = Backoff::new();
+        while unpack(self.completed.load(Ordering::Acquire)).0 < version {
+            self.advance_completion();
+            Self::wait_step(&backoff);
+        }
+    }
+
+    /// Returns once every version ≤ `version` is durable. The first waiter to find no flush in
+    /// progress becomes the leader and syncs for everyone (group commit).
+    fn wait_durable(&self, version: Version) -> Result<()> {
+        self.wait_completed(version);
+        let mut state = self.flush.lock();
+        loop {
+            if let Some(error) = &state.poisoned {
+                return Err(error.clone());
+            }
+            if state.durable.0 >= version {
+                return Ok(());
+            }
+            if state.flushing {
+                self.flush_done.wait(&mut state);
+                continue;
+            }
+            state.flushing = true;
+            let from = state.durable.1;
+            let target = unpack(self.completed.load(Ordering::Acquire));
+            drop(state);
+            let result = self.sync_range(from, target.1);
+            state = self.flush.lock();
+            state.flushing = false;
+            match result {
+                Ok(()) => {
+                    state.durable = target;
+                    if self.durability == Durability::Sync {
+                        self.visible.fetch_max(target.0, Ordering::AcqRel);
+                    }
+                    // The watermark only ever claims what is already durable, so it needs no
+                    // sync of its own; it reaches the disk with the next superblock sync or
+                    // write-back.
+                    let _ = self.record_watermark(target.1);
+                }
+                Err(error) => {
+                    state.poisoned = Some(error);
+                    self.poisoned.store(true, Ordering::Release);
+                }
+            }
+            self.flush_done.notify_all();
+        }
+    }
+
+    fn sync_range(&self, from: u64, to: u64) -> Result<()> {
+        if to <= from {
+            return Ok(());
+        }
+        let guard = crossbeam_epoch::pin();
+        let mut slot = from / self.slot_size;
+        let last_slot = (to - 1) / self.slot_size;
+        while slot <= last_slot {
+            let segment = self.segment_of(slot * self.slot_size, &guard)?;
+            segment.file.sync_data().map_err(|error| {
+                Error::io(self.storage.path().join(&segment.name), "fdatasync", error)
+            })?;
+            slot = segment.first_slot + segment.slot_count;
+        }
+        Ok(())
+    }
+
+    fn record_watermark(&self, durable_offset: u64) -> Result<()> {
+        let mut state = self.superblock.lock();
+        if durable_offset <= state.current.durable_watermark {
+            return Ok(());
+        }
+        state.current.durable_watermark = durable_offset;
+        state.current.sequence += 1;
+        superblock::write(
+            self.superblock_file.as_ref(),
+            &state.current,
+            1 - state.synced_copy,
+        )
+        .map_err(|error| {
+            Error::io(
+                self.storage.path().join(superblock::SUPERBLOCK_FILE),
+                "write",
+                error,
+            )
+        })
+    }
+
+    /// Writes the superblock to the copy that is not the synced one, syncs it, and makes it
+    /// the synced one.
+    fn sync_superblock(&self) -> Result<()> {
+        let mut state = self.superblock.lock();
+        state.current.sequence += 1;
+        sync_superblock_copy(
+            self.storage.as_ref(),
+            self.superblock_file.as_ref(),
+            &mut state,
+        )
+    }
+
+    fn poison(&self, error: Error) {
+        let mut state = self.flush.lock();
+        if state.poisoned.is_none() {
+            state.poisoned = Some(error);
+        }
+        self.poisoned.store(true, Ordering::Release);
+        self.flush_done.notify_all();
+    }
+
+    fn background_flush(&self, interval: Duration) {
+        loop {
+            {
+                let mut state = self.flush.lock();
+                if state.shutdown {
+                    return;
+                }
+                self.flush_done.wait_for(&mut state, interval);
+                if state.shutdown {
+                    return;
+                }
+            }
+            let (version, _) = unpack(self.completed.load(Ordering::Acquire));
+            if self.wait_durable(version).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+fn sync_superblock_copy(
+    storage: &dyn Storage,
+    file: &dyn StorageFile,
+    state: &mut SuperblockState,
+) -> Result<()> {
+    let path = storage.path().join(superblock::SUPERBLOCK_FILE);
+    let target = 1 - state.synced_copy;
+    superblock::write(file, &state.current, target)
+        .map_err(|error| Error::io(&path, "write", error))?;
+    file.sync_data()
+        .map_err(|error| Error::io(&path, "fdatasync", error))?;
+    state.synced_copy = target;
+    Ok(())
+}
+
+impl Reservation<'_> {
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// Global log offset of the record; `Log::payload` finds it again.
+    pub fn location(&self) -> u64 {
+        self.start
+    }
+
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let local = self.start - self.segment.first_slot * self.log.slot_size + HEADER_BYTES as u64;
+        // SAFETY: the payload range is inside this reservation, which no one else touches
+        // until it is complete; `&mut self` keeps this slice unique.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.segment.mapping.pointer().add(local as usize),
+                self.payload_length,
+            )
+        }
+    }
+
+    fn seal(&mut self, kind: RecordKind) {
+        let fields = RecordHeader {
+            payload_length: self.payload_length as u32,
+            version: self.version,
+            generation: self.log.generation,
+            kind,
+        };
+        let mut header = [0u8; HEADER_BYTES];
+        let payload: &[u8] = self.payload_mut();
+        record::encode_header(&mut header, fields, payload);
+        let local = self.start - self.segment.first_slot * self.log.slot_size;
+        // SAFETY: the header range is the start of this reservation.
+        unsafe { self.segment.write(local, &header) };
+        self.finished = true;
+        self.log.complete(self.version, self.new_tail);
+    }
+
+    /// Seals the record and waits until it is acknowledged: complete with everything before it
+    /// (`buffered`), or also on stable storage (`sync`).
+    pub fn commit(mut self) -> Result<Version> {
+        self.seal(RecordKind::Data);
+        match self.log.durability {
+            Durability::Buffered => {
+                self.log.wait_completed(self.version);
+                Ok(self.version)
+            }
+            Durability::Sync => self.log.wait_durable(self.version).map(|()| self.version),
+        }
+    }
+
+    /// Seals the record without waiting; `Log::wait` later acknowledges it.
+    pub fn commit_nowait(mut self) -> Version {
+        self.seal(RecordKind::Data);
+        self.version
+    }
+
+    /// Gives the reservation up: an `Abort` record keeps its version and place.
+    pub fn abort(mut self) {
+        self.seal(RecordKind::Abort);
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.seal(RecordKind::Abort);
+        }
+    }
+}
+
+impl Log {
+    /// Waits until `version` is acknowledged per the durability mode.
+    pub fn wait(&self, version: Version) -> Result<()> {
+        match self.shared.durability {
+            Durability::Buffered => {
+                self.shared.wait_completed(version);
+                Ok(())
+            }
+            Durability::Sync => self.shared.wait_durable(version),
+        }
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.shared.durability
+    }
+}

@@ -1,0 +1,104 @@
+//! Where a record of a given size goes, given the log's tail. A pure function, so that the
+//! compare-and-swap that reserves space decides everything in one step.
+
+use super::record::HEADER_BYTES;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// Global offset of the record.
+    pub start: u64,
+    /// The log's tail after this record: the record's end, or the next slot boundary when the
+    /// record has a segment to itself.
+    pub new_tail: u64,
+    /// Slots the segment that holds the record covers (1 unless the record is larger).
+    pub segment_slots: u64,
+    /// Where a `SegmentEnd` marker goes in the segment the tail leaves, if it leaves one with
+    /// room for a header.
+    pub end_marker_before: Option<u64>,
+    /// Where a `SegmentEnd` marker goes after a record that has a segment of its own.
+    pub end_marker_after: Option<u64>,
+}
+
+/// Places a record of `size` bytes (already aligned) at `tail` in slots of `slot_size` bytes.
+pub fn place(tail: u64, size: u64, slot_size: u64) -> Placement {
+    let offset_in_slot = tail % slot_size;
+    let slot_end = tail - offset_in_slot + slot_size;
+    let header = HEADER_BYTES as u64;
+    let marker_if_room = |at: u64, end: u64| (end - at >= header).then_some(at);
+    if size <= slot_size {
+        if tail + size <= slot_end {
+            return Placement {
+                start: tail,
+                new_tail: tail + size,
+                segment_slots: 1,
+                end_marker_before: None,
+                end_marker_after: None,
+            };
+        }
+        return Placement {
+            start: slot_end,
+            new_tail: slot_end + size,
+            segment_slots: 1,
+            end_marker_before: marker_if_room(tail, slot_end),
+            end_marker_after: None,
+        };
+    }
+    // A record larger than a slot gets a segment of its own, starting at a boundary.
+    let (start, end_marker_before) = if offset_in_slot == 0 {
+        (tail, None)
+    } else {
+        (slot_end, marker_if_room(tail, slot_end))
+    };
+    let segment_slots = size.div_ceil(slot_size);
+    let segment_end = start + segment_slots * slot_size;
+    Placement {
+        start,
+        new_tail: segment_end,
+        segment_slots,
+        end_marker_before,
+        end_marker_after: marker_if_room(start + size, segment_end),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fits_in_the_current_slot() {
+        let placement = place(100, 64, 1024);
+        assert_eq!((placement.start, placement.new_tail), (100, 164));
+        assert_eq!(placement.end_marker_before, None);
+    }
+
+    #[test]
+    fn exact_fill_then_next_slot() {
+        assert_eq!(place(960, 64, 1024).new_tail, 1024);
+        let next = place(1024, 64, 1024);
+        assert_eq!((next.start, next.new_tail), (1024, 1088));
+    }
+
+    #[test]
+    fn rolls_over_with_and_without_room_for_a_marker() {
+        let with_room = place(1000, 64, 1024);
+        assert_eq!(with_room.start, 1024);
+        assert_eq!(with_room.end_marker_before, Some(1000));
+        let rolled = place(992, 64, 1024);
+        assert_eq!((rolled.start, rolled.end_marker_before), (1024, Some(992)));
+        let no_room = place(1008, 64, 1024);
+        assert_eq!((no_room.start, no_room.end_marker_before), (1024, None));
+    }
+
+    #[test]
+    fn large_records_take_whole_slots() {
+        let large = place(100, 2500, 1024);
+        assert_eq!(large.start, 1024);
+        assert_eq!(large.segment_slots, 3);
+        assert_eq!(large.new_tail, 1024 + 3 * 1024);
+        assert_eq!(large.end_marker_before, Some(100));
+        assert_eq!(large.end_marker_after, Some(1024 + 2500));
+        let at_boundary = place(2048, 2048, 1024);
+        assert_eq!((at_boundary.start, at_boundary.new_tail), (2048, 4096));
+        assert_eq!(at_boundary.end_marker_after, None);
+    }
+}

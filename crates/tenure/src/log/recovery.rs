@@ -1,0 +1,389 @@
+//! Opening the log: superblock, segment discovery, the recovery scan and the torn-tail rule.
+//!
+//! Scan rules (docs/design.md, "Recovery"): records are read in log order from the first
+//! segment. A record is good when its checksum holds, its version is the one expected next,
+//! and its generation is neither newer than the superblock's nor older than the record before
+//! it. The first bad record ends the log: before the durable watermark that is `Corruption`
+//! naming file and offset; at or past it the tail is torn and is cut off there.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+use portable_atomic::AtomicU128;
+
+use super::record::{self, RecordKind};
+use super::segment::{Segment, SegmentTable};
+use super::superblock::{self, ReadOutcome, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
+use super::{
+    pack, sync_superblock_copy, CompletionSlot, FlushState, LogOptions, LogShared, SuperblockState,
+    COMPLETION_SLOTS, MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES,
+};
+use crate::error::{Error, Result};
+use crate::etag::Version;
+use crate::storage::Storage;
+
+/// One record found by the recovery scan.
+pub struct RecoveredRecord<'a> {
+    pub version: Version,
+    /// Global offset, as `Reservation::location` gave it.
+    pub location: u64,
+    pub payload: &'a [u8],
+}
+
+pub(super) fn create_segment(
+    storage: &dyn Storage,
+    first_slot: u64,
+    slot_count: u64,
+    slot_size: u64,
+) -> Result<Segment> {
+    let name = Segment::file_name(first_slot);
+    let path = storage.path().join(&name);
+    let file = storage
+        .open(&name, true)
+        .map_err(|error| Error::io(&path, "create", error))?;
+    let length = slot_count * slot_size;
+    file.allocate(length)
+        .map_err(|error| Error::io(&path, "allocate", error))?;
+    storage
+        .sync_directory()
+        .map_err(|error| Error::io(storage.path(), "fsync directory", error))?;
+    let mapping = file
+        .map(length as usize)
+        .map_err(|error| Error::io(&path, "mmap", error))?;
+    Ok(Segment {
+        first_slot,
+        slot_count,
+        name,
+        file,
+        mapping,
+    })
+}
+
+fn open_segment(
+    storage: &dyn Storage,
+    name: &str,
+    first_slot: u64,
+    slot_size: u64,
+) -> Result<Segment> {
+    let path = storage.path().join(name);
+    let file = storage
+        .open(name, false)
+        .map_err(|error| Error::io(&path, "open", error))?;
+    let length = file
+        .length()
+        .map_err(|error| Error::io(&path, "stat", error))?;
+    if length == 0 || length % slot_size != 0 || length > MAXIMUM_SEGMENT_SIZE_BYTES {
+        return Err(Error::corruption(
+            &path,
+            0,
+            format!("segment length {length} is not a positive multiple of the segment size {slot_size}"),
+        ));
+    }
+    let mapping = file
+        .map(length as usize)
+        .map_err(|error| Error::io(&path, "mmap", error))?;
+    Ok(Segment {
+        first_slot,
+        slot_count: length / slot_size,
+        name: name.to_owned(),
+        file,
+        mapping,
+    })
+}
+
+fn validate_options(options: &LogOptions) -> Result<()> {
+    let size = options.segment_size_bytes;
+    if !(MINIMUM_SEGMENT_SIZE_BYTES..=MAXIMUM_SEGMENT_SIZE_BYTES).contains(&size)
+        || size % 4096 != 0
+    {
+        return Err(Error::invalid(
+            "segment_size_bytes",
+            format!(
+                "must be a multiple of 4096 between {MINIMUM_SEGMENT_SIZE_BYTES} and {MAXIMUM_SEGMENT_SIZE_BYTES}, got {size}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The superblock file, the newest valid superblock, and the copy it was read from.
+fn load_superblock(
+    storage: &dyn Storage,
+    names: &[String],
+    options: &LogOptions,
+) -> Result<(Arc<dyn crate::storage::StorageFile>, Superblock, usize)> {
+    let path = storage.path().join(SUPERBLOCK_FILE);
+    let exists = names.iter().any(|name| name == SUPERBLOCK_FILE);
+    let has_segments = names
+        .iter()
+        .any(|name| Segment::parse_file_name(name).is_some());
+    if !exists && has_segments {
+        return Err(Error::corruption(
+            &path,
+            0,
+            "the superblock is missing but segment files exist",
+        ));
+    }
+    let file = storage
+        .open(SUPERBLOCK_FILE, true)
+        .map_err(|error| Error::io(&path, "open", error))?;
+    if !exists
+        || file
+            .length()
+            .map_err(|error| Error::io(&path, "stat", error))?
+            == 0
+    {
+        let fresh = Superblock {
+            segment_size_bytes: options.segment_size_bytes,
+            generation: 0,
+            sequence: 0,
+            durable_watermark: 0,
+            first_slot: 0,
+        };
+        file.allocate(SUPERBLOCK_BYTES)
+            .map_err(|error| Error::io(&path, "allocate", error))?;
+        superblock::write(file.as_ref(), &fresh, 0)
+            .map_err(|error| Error::io(&path, "write", error))?;
+        file.sync_data()
+            .map_err(|error| Error::io(&path, "fdatasync", error))?;
+        storage
+            .sync_directory()
+            .map_err(|error| Error::io(storage.path(), "fsync directory", error))?;
+        return Ok((file, fresh, 0));
+    }
+    match superblock::read(file.as_ref()).map_err(|error| Error::io(&path, "read", error))? {
+        ReadOutcome::Valid(found, copy) => {
+            let size = found.segment_size_bytes;
+            if !(MINIMUM_SEGMENT_SIZE_BYTES..=MAXIMUM_SEGMENT_SIZE_BYTES).contains(&size) || size % 4096 != 0 {
+                return Err(Error::corruption(&path, 16, format!("implausible segment size {size}")));
+            }
+            Ok((file, found, copy))
+        }
+        ReadOutcome::UnsupportedFormat(format) => Err(Error::corruption(
+            &path,
+            8,
+            format!(
+                "on-disk format version {format} is not supported by this build (it reads version {})",
+                superblock::FORMAT_VERSION
+            ),
+        )),
+        ReadOutcome::Unreadable => Err(Error::corruption(&path, 0, "neither superblock copy has a valid checksum")),
+    }
+}
+
+pub(super) fn open(
+    storage: Arc<dyn Storage>,
+    options: &LogOptions,
+    replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
+) -> Result<LogShared> {
+    validate_options(options)?;
+    let directory = storage.path().to_path_buf();
+    storage
+        .create_directory()
+        .map_err(|error| Error::io(&directory, "create directory", error))?;
+    let lock = storage
+        .try_lock()
+        .map_err(|error| Error::io(directory.join("LOCK"), "flock", error))?
+        .ok_or_else(|| Error::StoreLocked {
+            path: directory.clone(),
+        })?;
+    let names = storage
+        .list()
+        .map_err(|error| Error::io(&directory, "list", error))?;
+    let (superblock_file, mut superblock, loaded_copy) =
+        load_superblock(storage.as_ref(), &names, options)?;
+    let slot_size = superblock.segment_size_bytes;
+
+    let mut segment_slots: Vec<(u64, &String)> = names
+        .iter()
+        .filter_map(|name| Segment::parse_file_name(name).map(|slot| (slot, name)))
+        .collect();
+    segment_slots.sort();
+    let table = SegmentTable::new();
+    let mut stale = Vec::new();
+    for (slot, name) in &segment_slots {
+        if *slot < superblock.first_slot {
+            stale.push((*name).clone());
+            continue;
+        }
+        table.insert(Arc::new(open_segment(
+            storage.as_ref(),
+            name,
+            *slot,
+            slot_size,
+        )?));
+    }
+
+    let scan = scan(&table, slot_size, &superblock, &directory, replay)?;
+
+    // Segments that start at or past the tail hold only torn or stale bytes.
+    for segment in table.all() {
+        if segment.first_slot * slot_size >= scan.tail && scan.tail % slot_size == 0
+            || segment.first_slot * slot_size > scan.tail
+        {
+            stale.push(segment.name.clone());
+        }
+    }
+    let table = if stale.is_empty() {
+        table
+    } else {
+        let kept = SegmentTable::new();
+        for segment in table.all() {
+            if !stale.contains(&segment.name) {
+                kept.insert(segment);
+            }
+        }
+        drop(table);
+        for name in &stale {
+            storage
+                .remove(name)
+                .map_err(|error| Error::io(directory.join(name), "remove", error))?;
+        }
+        kept
+    };
+    // Whatever the scan accepted is made durable before anything new is appended, so the new
+    // watermark is true.
+    for segment in table.all() {
+        if (segment.first_slot + segment.slot_count) * slot_size > superblock.durable_watermark {
+            segment
+                .file
+                .sync_data()
+                .map_err(|error| Error::io(directory.join(&segment.name), "fdatasync", error))?;
+        }
+    }
+    superblock.generation += 1;
+    superblock.sequence += 1;
+    superblock.durable_watermark = scan.tail;
+    // The copy just read stays intact until the new generation is synced in the other one.
+    let mut superblock_state = SuperblockState {
+        current: superblock,
+        synced_copy: loaded_copy,
+    };
+    sync_superblock_copy(
+        storage.as_ref(),
+        superblock_file.as_ref(),
+        &mut superblock_state,
+    )?;
+    storage
+        .sync_directory()
+        .map_err(|error| Error::io(&directory, "fsync directory", error))?;
+
+    let last_version = scan.next_version - 1;
+    let completion_slots = (0..COMPLETION_SLOTS)
+        .map(|_| CompletionSlot {
+            version: AtomicU64::new(0),
+            end_offset: AtomicU64::new(0),
+        })
+        .collect();
+    Ok(LogShared {
+        storage,
+        slot_size,
+        generation: superblock.generation as u32,
+        durability: options.durability,
+        reservation: AtomicU128::new(pack(scan.next_version, scan.tail)),
+        completed: AtomicU128::new(pack(last_version, scan.tail)),
+        completion_slots,
+        visible: AtomicU64::new(last_version),
+        segments: table,
+        segment_creation: Mutex::new(()),
+        flush: Mutex::new(FlushState {
+            flushing: false,
+            durable: (last_version, scan.tail),
+            poisoned: None,
+            shutdown: false,
+        }),
+        flush_done: Condvar::new(),
+        poisoned: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        superblock_file,
+        superblock: Mutex::new(superblock_state),
+        _lock: lock,
+    })
+}
+
+struct ScanResult {
+    tail: u64,
+    next_version: Version,
+}
+
+fn scan(
+    table: &SegmentTable,
+    slot_size: u64,
+    superblock: &Superblock,
+    directory: &std::path::Path,
+    replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
+) -> Result<ScanResult> {
+    let watermark = superblock.durable_watermark;
+    let current_generation = superblock.generation as u32;
+    let mut position = superblock.first_slot * slot_size;
+    let mut expected_version: Option<Version> = None;
+    let mut previous_generation = 0u32;
+    let guard = crossbeam_epoch::pin();
+    loop {
+        let Some(segment) = table.get(position / slot_size, &guard) else {
+            if position < watermark {
+                return Err(Error::corruption(
+                    directory.join(Segment::file_name(position / slot_size)),
+                    0,
+                    format!("the log ends at offset {position}, before the durable watermark {watermark}"),
+                ));
+            }
+            break;
+        };
+        let segment_start = segment.first_slot * slot_size;
+        let segment_end = segment_start + segment.length();
+        let local = position - segment_start;
+        if segment_end - position < record::HEADER_BYTES as u64 {
+            position = segment_end;
+            continue;
+        }
+        // SAFETY: no appender exists yet; the scan is the only user of the mapping.
+        let bytes = unsafe { segment.bytes_from(local) };
+        let verdict = record::decode(bytes).and_then(|(header, payload)| {
+            if header.generation > current_generation || header.generation < previous_generation {
+                return Err("record generation out of order (stale bytes past an earlier cut)");
+            }
+            if expected_version.is_some_and(|expected| header.version != expected) {
+                return Err("record version out of sequence");
+            }
+            Ok((header, payload))
+        });
+        match verdict {
+            Ok((header, payload)) => {
+                previous_generation = header.generation;
+                match header.kind {
+                    RecordKind::SegmentEnd => {
+                        expected_version = Some(header.version);
+                        position = segment_end;
+                    }
+                    RecordKind::Abort | RecordKind::Data => {
+                        if header.kind == RecordKind::Data {
+                            replay(RecoveredRecord {
+                                version: header.version,
+                                location: position,
+                                payload,
+                            })?;
+                        }
+                        expected_version = Some(header.version + 1);
+                        position += record::record_size(header.payload_length as u64);
+                    }
+                }
+            }
+            Err(reason) => {
+                if position < watermark {
+                    return Err(Error::corruption(
+                        directory.join(&segment.name),
+                        local,
+                        reason,
+                    ));
+                }
+                break;
+            }
+        }
+    }
+    Ok(ScanResult {
+        tail: position,
+        next_version: expected_version.unwrap_or(1),
+    })
+}

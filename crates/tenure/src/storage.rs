@@ -1,0 +1,225 @@
+//! The storage trait the log runs on, and its real-file implementation.
+//!
+//! Two implementations exist: [`FileStorage`] here, and the simulated disk of
+//! `tenure-testkit`, which keeps unsynced bytes apart so a test can "lose power".
+//! The contract both keep:
+//! - a file is grown only by [`StorageFile::allocate`]; reads and writes stay inside its length;
+//! - bytes written (through `write_at` or a mapping) are durable only after `sync_data` returns
+//!   `Ok`; before that any subset of them, at sector granularity, may survive a power loss;
+//! - creating and removing files is made durable by `sync_directory`.
+
+use std::any::Any;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A directory of files.
+pub trait Storage: Send + Sync + 'static {
+    /// The directory, for messages.
+    fn path(&self) -> &Path;
+    /// Creates the directory if it is missing.
+    fn create_directory(&self) -> io::Result<()>;
+    /// Takes the store's exclusive lock; `Ok(None)` when someone else holds it. The lock lasts
+    /// as long as the returned guard.
+    fn try_lock(&self) -> io::Result<Option<Box<dyn Any + Send + Sync>>>;
+    /// Names of the files in the directory.
+    fn list(&self) -> io::Result<Vec<String>>;
+    /// Opens a file, creating an empty one when `create` is set.
+    fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn StorageFile>>;
+    fn remove(&self, name: &str) -> io::Result<()>;
+    /// Makes file creations and removals durable.
+    fn sync_directory(&self) -> io::Result<()>;
+}
+
+/// One file of a [`Storage`].
+pub trait StorageFile: Send + Sync {
+    fn length(&self) -> io::Result<u64>;
+    /// Grows the file to `length` bytes with space reserved on the device, so a later write
+    /// through a mapping can never meet a full disk.
+    fn allocate(&self, length: u64) -> io::Result<()>;
+    fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<()>;
+    fn write_at(&self, buffer: &[u8], offset: u64) -> io::Result<()>;
+    /// fdatasync: every byte written before the call is durable once it returns `Ok`.
+    fn sync_data(&self) -> io::Result<()>;
+    /// A writable shared mapping of the first `length` bytes (already allocated).
+    fn map(&self, length: usize) -> io::Result<Mapping>;
+}
+
+/// A writable mapping of a file. The bytes stay valid while the mapping lives.
+pub struct Mapping {
+    pointer: *mut u8,
+    length: usize,
+    _owner: Box<dyn Any + Send + Sync>,
+}
+
+// SAFETY: the mapping is plain shared memory; who may write which range is the log's
+// business (each appender writes only the range it reserved).
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// # Safety
+    /// `pointer..pointer+length` must stay valid, and not move, for as long as `owner` lives.
+    pub unsafe fn new(
+        pointer: *mut u8,
+        length: usize,
+        owner: Box<dyn Any + Send + Sync>,
+    ) -> Mapping {
+        Mapping {
+            pointer,
+            length,
+            _owner: owner,
+        }
+    }
+
+    pub fn pointer(&self) -> *mut u8 {
+        self.pointer
+    }
+
+    pub fn length(&self) -> usize {
+        self.length
+    }
+}
+
+/// Real files in a directory.
+#[derive(Debug)]
+pub struct FileStorage {
+    directory: PathBuf,
+}
+
+impl FileStorage {
+    pub fn new(directory: impl Into<PathBuf>) -> FileStorage {
+        FileStorage {
+            directory: directory.into(),
+        }
+    }
+}
+
+struct FlockGuard {
+    _file: File,
+}
+
+impl Storage for FileStorage {
+    fn path(&self) -> &Path {
+        &self.directory
+    }
+
+    fn create_directory(&self) -> io::Result<()> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.directory)
+    }
+
+    fn try_lock(&self) -> io::Result<Option<Box<dyn Any + Send + Sync>>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(self.directory.join("LOCK"))?;
+        // SAFETY: flock on a file descriptor we own. The lock belongs to this open file
+        // description, so a second open in the same process is refused too.
+        let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if result == 0 {
+            return Ok(Some(Box::new(FlockGuard { _file: file })));
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            Ok(None)
+        } else {
+            Err(error)
+        }
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&self.directory)? {
+            if let Some(name) = entry?.file_name().to_str() {
+                names.push(name.to_owned());
+            }
+        }
+        Ok(names)
+    }
+
+    fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn StorageFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .mode(0o600)
+            .open(self.directory.join(name))?;
+        Ok(Arc::new(RealFile { file }))
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        std::fs::remove_file(self.directory.join(name))
+    }
+
+    fn sync_directory(&self) -> io::Result<()> {
+        File::open(&self.directory)?.sync_all()
+    }
+}
+
+struct RealFile {
+    file: File,
+}
+
+impl StorageFile for RealFile {
+    fn length(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    fn allocate(&self, length: u64) -> io::Result<()> {
+        let current = self.length()?;
+        if length <= current {
+            return Ok(());
+        }
+        // SAFETY: posix_fallocate on a descriptor we own; it returns the error number.
+        let result = unsafe {
+            libc::posix_fallocate(
+                self.file.as_raw_fd(),
+                current as libc::off_t,
+                (length - current) as libc::off_t,
+            )
+        };
+        match result {
+            0 => Ok(()),
+            // A file system without fallocate: fall back to set_len (sparse). Writes through
+            // a mapping could then meet a full disk; docs/design.md says so.
+            libc::EOPNOTSUPP => self.file.set_len(length),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buffer, offset)
+    }
+
+    fn write_at(&self, buffer: &[u8], offset: u64) -> io::Result<()> {
+        self.file.write_all_at(buffer, offset)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        // On Linux fdatasync also writes back pages dirtied through a shared mapping.
+        self.file.sync_data()
+    }
+
+    fn map(&self, length: usize) -> io::Result<Mapping> {
+        // SAFETY: the file is preallocated to at least `length` and is only ever grown, never
+        // truncated, while mapped; the store's flock keeps other tenure processes out.
+        let mut map = unsafe {
+            memmap2::MmapOptions::new()
+                .len(length)
+                .map_mut(&self.file)?
+        };
+        let pointer = map.as_mut_ptr();
+        // SAFETY: the MmapMut is moved into the owner box; its pages do not move.
+        Ok(unsafe { Mapping::new(pointer, length, Box::new(map)) })
+    }
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# tenure's whole test suite: formatting, lints, every test. README command (2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "rustfmt"
+cargo fmt --all --check
+
+step "clippy (-D warnings)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+cargo test --workspace --locked
+
+step "quickstart example"
+example_directory=$(mktemp -d)
+cargo run --quiet --locked -p tenure --example quickstart -- "$example_directory/store"
+rm -rf "$example_directory"
