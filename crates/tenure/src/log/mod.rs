@@ -182,6 +182,30 @@ impl Log {
         self.shared.payload(location, guard)
     }
 
+    /// `length` bytes at global offset `offset`, borrowed from the map for as long as `guard`.
+    /// For bytes the caller knows are inside complete records (the index only points there).
+    pub fn read_bytes<'g>(&self, offset: u64, length: usize, guard: &'g Guard) -> Result<&'g [u8]> {
+        let shared = &self.shared;
+        let Some(segment) = shared.segments.get(offset / shared.slot_size, guard) else {
+            return Err(Error::corruption(
+                shared.storage.path(),
+                offset,
+                "no segment holds this log offset",
+            ));
+        };
+        let local = offset - segment.first_slot * shared.slot_size;
+        if local + length as u64 > segment.length() {
+            return Err(Error::corruption(
+                shared.storage.path().join(&segment.name),
+                local,
+                "value runs past its segment",
+            ));
+        }
+        // SAFETY: complete records are never written again; the range is inside the mapping.
+        let bytes = unsafe { segment.bytes_from(local) };
+        Ok(&bytes[..length])
+    }
+
     /// Syncs everything complete and returns once it is durable.
     pub fn flush(&self) -> Result<()> {
         let (version, _) = unpack(self.shared.completed.load(Ordering::Acquire));
@@ -612,6 +636,8 @@ impl Reservation<'_> {
         match self.log.durability {
             Durability::Buffered => {
                 self.log.wait_completed(self.version);
+                // Visible before the call returns, whoever advanced the completed word.
+                self.log.visible.fetch_max(self.version, Ordering::AcqRel);
                 Ok(self.version)
             }
             Durability::Sync => self.log.wait_durable(self.version).map(|()| self.version),
@@ -644,6 +670,7 @@ impl Log {
         match self.shared.durability {
             Durability::Buffered => {
                 self.shared.wait_completed(version);
+                self.shared.visible.fetch_max(version, Ordering::AcqRel);
                 Ok(())
             }
             Durability::Sync => self.shared.wait_durable(version),

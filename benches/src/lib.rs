@@ -1,0 +1,237 @@
+//! Helpers for tenure's criterion benchmarks (`benches/log.rs`): stores in a temporary
+//! directory, the raw-file baselines they are measured against, and a way to run one job on
+//! several threads and time it as a whole.
+//!
+//! Every baseline works in the same directory as the store it is compared with, so both meet
+//! the same disk and file system.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use tenure::{Durability, FileStorage, Log, LogOptions, Storage};
+
+/// Payload bytes of the small records the append benchmarks write.
+pub const SMALL_RECORD_BYTES: usize = 200;
+/// Bytes a 200 B record takes in the log: a 24-byte header and the payload, padded to 8.
+pub const SMALL_RECORD_STRIDE: u64 = 224;
+
+/// The options of every benchmark store: the default 64 MiB segments.
+pub fn log_options(durability: Durability) -> LogOptions {
+    LogOptions {
+        durability,
+        ..LogOptions::default()
+    }
+}
+
+/// Opens (or creates) the store in `directory`, ignoring whatever it already holds.
+pub fn open_log(directory: &Path, durability: Durability) -> Log {
+    let storage: Arc<dyn Storage> = Arc::new(FileStorage::new(directory));
+    Log::open(storage, &log_options(durability), &mut |_| Ok(()))
+        .unwrap_or_else(|error| panic!("open {}: {error}", directory.display()))
+}
+
+/// How a baseline file starts out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prepared {
+    /// `posix_fallocate`d, as tenure's segments are: on ext4/xfs its blocks are unwritten
+    /// extents, and the first write to each one changes file-system metadata.
+    Fallocated,
+    /// Every byte written (zeroes) and synced beforehand: later writes change only data.
+    Prewritten,
+}
+
+/// How a baseline writes its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WritePath {
+    /// `pwrite(2)`.
+    Pwrite,
+    /// A copy into a writable shared mapping, as tenure's appenders do.
+    Mmap,
+}
+
+/// The raw baseline of a durable append: write `SMALL_RECORD_BYTES` at the next multiple of
+/// the record stride, then `fdatasync`. No header, no checksum, no coordination.
+pub struct RawAppender {
+    file: File,
+    map: Option<memmap2::MmapMut>,
+    prepared: Prepared,
+    length: u64,
+    offset: u64,
+    stride: u64,
+}
+
+impl RawAppender {
+    pub fn create(
+        path: &Path,
+        length: u64,
+        stride: u64,
+        prepared: Prepared,
+        path_kind: WritePath,
+    ) -> io::Result<RawAppender> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        prepare(&file, length, prepared)?;
+        let map = match path_kind {
+            WritePath::Pwrite => None,
+            // SAFETY: the file is ours, `length` bytes long, and is not truncated while mapped
+            // (the benchmark owns it; `rewind` remaps after truncating).
+            WritePath::Mmap => Some(unsafe {
+                memmap2::MmapOptions::new()
+                    .len(length as usize)
+                    .map_mut(&file)?
+            }),
+        };
+        Ok(RawAppender {
+            file,
+            map,
+            prepared,
+            length,
+            offset: 0,
+            stride,
+        })
+    }
+
+    /// Writes `bytes` at the next offset and makes them durable.
+    pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.offset + self.stride > self.length {
+            self.rewind()?;
+        }
+        match &mut self.map {
+            Some(map) => {
+                let at = self.offset as usize;
+                map[at..at + bytes.len()].copy_from_slice(bytes);
+            }
+            None => self.file.write_all_at(bytes, self.offset)?,
+        }
+        self.file.sync_data()?;
+        self.offset += self.stride;
+        Ok(())
+    }
+
+    /// Starts over at offset 0; a fallocated file is made fresh again first, so every write
+    /// keeps meeting unwritten blocks.
+    fn rewind(&mut self) -> io::Result<()> {
+        if self.prepared == Prepared::Fallocated {
+            let mapped = self.map.take().is_some();
+            self.file.set_len(0)?;
+            prepare(&self.file, self.length, Prepared::Fallocated)?;
+            if mapped {
+                // SAFETY: as in `create`.
+                self.map = Some(unsafe {
+                    memmap2::MmapOptions::new()
+                        .len(self.length as usize)
+                        .map_mut(&self.file)?
+                });
+            }
+        }
+        self.offset = 0;
+        Ok(())
+    }
+}
+
+fn prepare(file: &File, length: u64, prepared: Prepared) -> io::Result<()> {
+    match prepared {
+        Prepared::Fallocated => {
+            // SAFETY: posix_fallocate on a descriptor we own; it returns the error number.
+            let result = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, length as i64) };
+            if result != 0 {
+                return Err(io::Error::from_raw_os_error(result));
+            }
+        }
+        Prepared::Prewritten => {
+            let chunk = vec![0u8; 1 << 20];
+            let mut offset = 0;
+            while offset < length {
+                let size = chunk.len().min((length - offset) as usize);
+                file.write_all_at(&chunk[..size], offset)?;
+                offset += size as u64;
+            }
+        }
+    }
+    file.sync_all()
+}
+
+/// Runs `job(thread, count)` on `threads` threads that share `iterations` between them, and
+/// returns the wall time from the moment all of them are ready until the last one is done
+/// (thread start-up is not timed).
+pub fn time_on_threads<F>(threads: usize, iterations: u64, job: F) -> Duration
+where
+    F: Fn(usize, u64) + Sync,
+{
+    let barrier = Barrier::new(threads + 1);
+    let share = iterations / threads as u64;
+    let extra = iterations % threads as u64;
+    std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads);
+        for thread in 0..threads {
+            let count = share + u64::from((thread as u64) < extra);
+            let barrier = &barrier;
+            let job = &job;
+            handles.push(scope.spawn(move || {
+                barrier.wait();
+                job(thread, count);
+            }));
+        }
+        barrier.wait();
+        let start = Instant::now();
+        for handle in handles {
+            handle.join().expect("a benchmark thread panicked");
+        }
+        start.elapsed()
+    })
+}
+
+/// Fills a fresh store in `directory` with `records` records of `payload_bytes` each
+/// (buffered appends from one thread), then closes it.
+pub fn build_log(directory: &Path, records: u64, payload_bytes: usize) {
+    let mut log = open_log(directory, Durability::Buffered);
+    let mut payload = vec![0u8; payload_bytes];
+    for index in 0..records {
+        payload[..8].copy_from_slice(&index.to_le_bytes());
+        log.append(&payload).expect("append while building the log");
+    }
+    log.close().expect("close the built log");
+}
+
+/// The segment files of the store in `directory`, in log order.
+pub fn segment_files(directory: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(directory)
+        .expect("list the store")
+        .map(|entry| entry.expect("list the store").path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("segment-") && name.ends_with(".log"))
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Reads every file in `paths` start to end with `read(2)` into `buffer`; returns the bytes
+/// read and a byte of each buffer-full, so the reads cannot be optimised away.
+pub fn read_sequentially(paths: &[PathBuf], buffer: &mut [u8]) -> (u64, u64) {
+    let mut total = 0u64;
+    let mut touched = 0u64;
+    for path in paths {
+        let mut file = File::open(path).expect("open a segment file");
+        loop {
+            let read = file.read(buffer).expect("read a segment file");
+            if read == 0 {
+                break;
+            }
+            total += read as u64;
+            touched = touched.wrapping_add(u64::from(buffer[read - 1]));
+        }
+    }
+    (total, touched)
+}

@@ -1,0 +1,416 @@
+//! Batches (SPEC §8): operations on any items of any containers, applied in order, each
+//! seeing the ones before it, committed all or nothing under one version.
+//!
+//! Protocol: evaluate every operation against the current heads (an overlay carries earlier
+//! operations' effects); reserve one log record; install a `Pending` node on every key the
+//! batch touches (a placeholder on keys it only checks), each expecting the head it evaluated.
+//! If any head moved, take every pending node back and start over. Otherwise mark the written
+//! nodes `Committed`, take the placeholders back, and commit the record. Writers wait for
+//! pending nodes to resolve and never build on them, so taking them back always succeeds and
+//! a batch is never half visible.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crossbeam_epoch::{Owned, Shared};
+
+use crate::catalog::Incarnation;
+use crate::codec::{self, ItemWrite};
+use crate::error::{Error, ErrorCode, Result};
+use crate::etag::{ETag, Version};
+use crate::index::{index_key, ItemSlot, ValueLocation, VersionNode, COMMITTED, PENDING};
+use crate::log::record::HEADER_BYTES;
+use crate::options::WriteOptions;
+use crate::rules::conditions::{self, Conditions, ItemFacts, WriteKind};
+use crate::rules::ttl;
+use crate::store::{facts_of, properties_box, Store};
+use crate::validate;
+
+/// A batch attempt that keeps meeting concurrent writers gives up after this many tries.
+const MAX_BATCH_ATTEMPTS: usize = 10_000;
+
+enum Operation {
+    Write {
+        kind: WriteKind,
+        container: String,
+        key: Vec<u8>,
+        /// `None` deletes.
+        value: Option<Vec<u8>>,
+        options: WriteOptions,
+    },
+    Check {
+        container: String,
+        key: Vec<u8>,
+        conditions: Conditions,
+    },
+}
+
+impl Operation {
+    fn target(&self) -> (&str, &[u8]) {
+        match self {
+            Operation::Write { container, key, .. } | Operation::Check { container, key, .. } => {
+                (container, key)
+            }
+        }
+    }
+}
+
+/// A batch under construction. Nothing happens until `commit`.
+pub struct Batch<'store> {
+    store: &'store Store,
+    operations: Vec<Operation>,
+}
+
+/// The item state an operation sees: what is stored, or what an earlier operation wrote.
+#[derive(Clone)]
+enum Seen {
+    Stored(Option<ItemFacts>),
+    /// Written earlier in this batch (its ETag is the batch's, unknown to callers yet).
+    Written {
+        exists: bool,
+        last_modified: u64,
+    },
+}
+
+impl Seen {
+    fn facts(&self) -> Option<ItemFacts> {
+        match self {
+            Seen::Stored(facts) => *facts,
+            Seen::Written {
+                exists,
+                last_modified,
+            } => exists.then_some(ItemFacts {
+                etag: ETag(Version::MAX),
+                version: Version::MAX,
+                last_modified: *last_modified,
+            }),
+        }
+    }
+}
+
+struct Touched<'g> {
+    slot: Arc<ItemSlot>,
+    incarnation: Arc<Incarnation>,
+    head: Shared<'g, VersionNode>,
+    seen: Seen,
+    /// The final write of this key (index of the operation), if the batch writes it.
+    final_write: Option<usize>,
+}
+
+impl Store {
+    pub fn batch(&self) -> Batch<'_> {
+        Batch {
+            store: self,
+            operations: Vec::new(),
+        }
+    }
+}
+
+impl<'store> Batch<'store> {
+    pub fn put(
+        &mut self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: WriteOptions,
+    ) -> &mut Self {
+        self.write(WriteKind::Put, container, key, Some(value), options)
+    }
+
+    pub fn create(
+        &mut self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: WriteOptions,
+    ) -> &mut Self {
+        self.write(WriteKind::Create, container, key, Some(value), options)
+    }
+
+    pub fn replace(
+        &mut self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: WriteOptions,
+    ) -> &mut Self {
+        self.write(WriteKind::Replace, container, key, Some(value), options)
+    }
+
+    pub fn delete(&mut self, container: &str, key: &[u8], options: WriteOptions) -> &mut Self {
+        self.write(WriteKind::Delete, container, key, None, options)
+    }
+
+    /// Asserts conditions (with none: that the item exists) without writing.
+    pub fn check(&mut self, container: &str, key: &[u8], conditions: Conditions) -> &mut Self {
+        self.operations.push(Operation::Check {
+            container: container.to_owned(),
+            key: key.to_vec(),
+            conditions,
+        });
+        self
+    }
+
+    fn write(
+        &mut self,
+        kind: WriteKind,
+        container: &str,
+        key: &[u8],
+        value: Option<&[u8]>,
+        options: WriteOptions,
+    ) -> &mut Self {
+        self.operations.push(Operation::Write {
+            kind,
+            container: container.to_owned(),
+            key: key.to_vec(),
+            value: value.map(<[u8]>::to_vec),
+            options,
+        });
+        self
+    }
+
+    pub fn len(&self) -> usize {
+        self.operations.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.operations.is_empty()
+    }
+
+    /// Commits every operation or none. Returns the batch's version (every written item's
+    /// new ETag). On failure: `Error::BatchFailed { index, error }`.
+    pub fn commit(self) -> Result<Version> {
+        let store = self.store;
+        store.check_open()?;
+        self.validate()?;
+        for _ in 0..MAX_BATCH_ATTEMPTS {
+            if let Some(version) = self.attempt()? {
+                return Ok(version);
+            }
+        }
+        Err(Error::invalid(
+            "batch",
+            "gave up after too many concurrent writes to its keys",
+        ))
+    }
+
+    fn failed(&self, index: usize, error: Error) -> Error {
+        Error::BatchFailed {
+            index,
+            error: Box::new(error),
+            operation_count: self.operations.len(),
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let limits = &self.store.limits;
+        if self.operations.is_empty() {
+            return Err(Error::invalid(
+                "batch",
+                "a batch needs at least one operation",
+            ));
+        }
+        if self.operations.len() > limits.max_batch_operations {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "at most {} operations, got {}",
+                    limits.max_batch_operations,
+                    self.operations.len()
+                ),
+            ));
+        }
+        let mut total_bytes = 0usize;
+        for (index, operation) in self.operations.iter().enumerate() {
+            let (container, key) = operation.target();
+            let checked =
+                validate::container_name(container).and_then(|()| validate::key(key, limits));
+            let checked = checked.and_then(|()| match operation {
+                Operation::Write { value, options, .. } => {
+                    total_bytes += key.len() + value.as_ref().map_or(0, Vec::len);
+                    validate::value(value.as_deref().unwrap_or(&[]), limits)
+                        .and_then(|()| validate::metadata(&options.metadata, limits))
+                        .and_then(|()| {
+                            validate::content_type(options.content_type.as_deref(), limits)
+                        })
+                        .and_then(|()| options.ttl.validate().map(|_| ()))
+                }
+                Operation::Check { .. } => Ok(()),
+            });
+            checked.map_err(|error| self.failed(index, error))?;
+        }
+        if total_bytes > limits.max_batch_bytes {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "at most {} bytes of keys and values, got {total_bytes}",
+                    limits.max_batch_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// One try. `Ok(None)`: a head moved under us; try again.
+    fn attempt(&self) -> Result<Option<Version>> {
+        let store = self.store;
+        let guard = crossbeam_epoch::pin();
+        let now = store.now();
+        let mut touched: HashMap<Box<[u8]>, Touched<'_>> = HashMap::new();
+        let mut order: Vec<Box<[u8]>> = Vec::new();
+        // Evaluate every operation in order against heads plus the overlay.
+        for (index, operation) in self.operations.iter().enumerate() {
+            let (container, key) = operation.target();
+            let incarnation = store
+                .catalog
+                .live(container)
+                .ok_or_else(|| self.failed(index, Error::rejected(ErrorCode::ContainerNotFound)))?;
+            let key_bytes = index_key(incarnation.id, key);
+            if !touched.contains_key(&key_bytes) {
+                let slot = store.index.get_or_insert(&key_bytes);
+                let head = slot.settled_head(&guard);
+                // SAFETY: nodes reachable from a slot are freed only through the epoch.
+                let facts = unsafe { head.as_ref() }
+                    .filter(|node| node.is_live_at(now))
+                    .map(facts_of);
+                order.push(key_bytes.clone());
+                touched.insert(
+                    key_bytes.clone(),
+                    Touched {
+                        slot,
+                        incarnation,
+                        head,
+                        seen: Seen::Stored(facts),
+                        final_write: None,
+                    },
+                );
+            }
+            let entry = touched.get_mut(&key_bytes).expect("inserted above");
+            let facts = entry.seen.facts();
+            let (kind, conditions) = match operation {
+                Operation::Write { kind, options, .. } => (*kind, &options.conditions),
+                Operation::Check { conditions, .. } => (WriteKind::Check, conditions),
+            };
+            conditions::check_write_existence(kind, conditions, facts.as_ref())
+                .and_then(|()| conditions::check_write_conditions(kind, conditions, facts.as_ref()))
+                .map_err(|error| self.failed(index, error))?;
+            if let Operation::Write { value, .. } = operation {
+                entry.seen = Seen::Written {
+                    exists: value.is_some(),
+                    last_modified: now,
+                };
+                entry.final_write = Some(index);
+            }
+        }
+        // One record for the whole batch.
+        let mut writes = Vec::new();
+        for key_bytes in &order {
+            let entry = &touched[key_bytes];
+            if let Some(index) = entry.final_write {
+                let Operation::Write {
+                    key,
+                    value,
+                    options,
+                    ..
+                } = &self.operations[index]
+                else {
+                    unreachable!("final writes are writes")
+                };
+                writes.push((
+                    key_bytes.clone(),
+                    ItemWrite {
+                        container_id: entry.incarnation.id,
+                        key,
+                        value: value.as_deref(),
+                        last_modified: now,
+                        expires_at: value.as_ref().and_then(|_| {
+                            ttl::expires_at(now, options.ttl, entry.incarnation.default_ttl_seconds)
+                        }),
+                        content_type: options.content_type.as_deref(),
+                        metadata: &options.metadata,
+                    },
+                ));
+            }
+        }
+        let mut payload = vec![codec::OP_BATCH];
+        payload.extend_from_slice(&(writes.len() as u32).to_le_bytes());
+        let mut value_offsets = Vec::with_capacity(writes.len());
+        for (_, write) in &writes {
+            value_offsets.push(codec::encode_item_write(&mut payload, write));
+        }
+        let mut reservation = store.log.reserve(payload.len())?;
+        reservation.payload_mut().copy_from_slice(&payload);
+        let version = reservation.version();
+        let record_start = reservation.location() + HEADER_BYTES as u64;
+        // Install pending nodes: the written state, or a placeholder on checked-only keys.
+        let mut installed: Vec<(&Touched<'_>, Shared<'_, VersionNode>, bool)> = Vec::new();
+        let mut write_at = 0;
+        let mut moved = false;
+        for key_bytes in &order {
+            let entry = &touched[key_bytes];
+            let node = match entry.final_write {
+                Some(_) => {
+                    let (_, write) = &writes[write_at];
+                    let offset = value_offsets[write_at];
+                    write_at += 1;
+                    VersionNode {
+                        version,
+                        status: PENDING.into(),
+                        value: write.value.map(|value| ValueLocation {
+                            offset: record_start + offset as u64,
+                            length: value.len() as u32,
+                        }),
+                        last_modified: now,
+                        expires_at: write.expires_at,
+                        properties: properties_box(write.content_type, write.metadata.to_vec()),
+                        older: crossbeam_epoch::Atomic::null(),
+                    }
+                }
+                None => VersionNode {
+                    version,
+                    status: PENDING.into(),
+                    value: None,
+                    last_modified: now,
+                    expires_at: None,
+                    properties: None,
+                    older: crossbeam_epoch::Atomic::null(),
+                },
+            };
+            match entry.slot.install(entry.head, Owned::new(node), &guard) {
+                Ok(shared) => installed.push((entry, shared, entry.final_write.is_some())),
+                Err(_) => {
+                    moved = true;
+                    break;
+                }
+            }
+        }
+        if moved {
+            for (entry, shared, _) in installed {
+                entry.slot.uninstall(shared, &guard);
+            }
+            reservation.abort();
+            return Ok(None);
+        }
+        for (entry, shared, written) in &installed {
+            if *written {
+                // SAFETY: our own node, alive under `guard`.
+                unsafe { shared.deref() }
+                    .status
+                    .store(COMMITTED, Ordering::Release);
+            } else {
+                entry.slot.uninstall(*shared, &guard);
+            }
+        }
+        reservation.commit()?;
+        for (entry, shared, written) in &installed {
+            if entry.incarnation.deleted_version.load(Ordering::Acquire) < version {
+                return Err(Error::rejected(ErrorCode::ContainerNotFound));
+            }
+            if *written {
+                store.maybe_prune(&entry.slot, *shared, &guard);
+            }
+        }
+        Ok(Some(version))
+    }
+}

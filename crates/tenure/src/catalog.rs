@@ -1,0 +1,109 @@
+//! Containers: each name maps to its incarnations (a deleted container and a later one of the
+//! same name are different incarnations, with different ids), so a snapshot finds the one that
+//! was live at its version. Container changes are rare and take the catalog's lock; lookups
+//! read a copy-on-write map without locks.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::clock::Timestamp;
+use crate::codec::Metadata;
+use crate::etag::Version;
+
+pub const LIVE: u64 = u64::MAX;
+
+#[derive(Debug, Clone)]
+pub struct ContainerState {
+    pub metadata: Metadata,
+    /// Version of the last write of the container's properties (its ETag).
+    pub etag_version: Version,
+    pub last_modified: Timestamp,
+}
+
+pub struct Incarnation {
+    /// The version of the record that created it; item index keys start with it.
+    pub id: u64,
+    pub name: String,
+    pub default_ttl_seconds: Option<u32>,
+    /// `LIVE`, or the version at which it was deleted.
+    pub deleted_version: AtomicU64,
+    pub state: Mutex<ContainerState>,
+}
+
+impl Incarnation {
+    pub fn visible_at(&self, version: Version) -> bool {
+        self.id <= version && self.deleted_version.load(Ordering::Acquire) > version
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.deleted_version.load(Ordering::Acquire) == LIVE
+    }
+}
+
+#[derive(Default)]
+pub struct Catalog {
+    /// name → incarnations, oldest first.
+    by_name: papaya::HashMap<String, Arc<Vec<Arc<Incarnation>>>>,
+    by_id: papaya::HashMap<u64, Arc<Incarnation>>,
+    /// Serialises container creates and deletes (rare), so "at most one live incarnation per
+    /// name" holds.
+    pub changes: Mutex<()>,
+}
+
+impl Catalog {
+    /// The incarnation of `name` that is live now (including one whose create is not yet
+    /// visible to readers: writers order after it in the log).
+    pub fn live(&self, name: &str) -> Option<Arc<Incarnation>> {
+        let by_name = self.by_name.pin();
+        let incarnations = by_name.get(name)?;
+        incarnations
+            .last()
+            .filter(|incarnation| incarnation.is_live())
+            .cloned()
+    }
+
+    /// The incarnation of `name` a reader at `version` sees.
+    pub fn visible(&self, name: &str, version: Version) -> Option<Arc<Incarnation>> {
+        let by_name = self.by_name.pin();
+        let incarnations = by_name.get(name)?;
+        incarnations
+            .iter()
+            .rev()
+            .find(|incarnation| incarnation.visible_at(version))
+            .cloned()
+    }
+
+    pub fn by_id(&self, id: u64) -> Option<Arc<Incarnation>> {
+        self.by_id.pin().get(&id).cloned()
+    }
+
+    /// Adds an incarnation. Callers hold `changes` (or are the single-threaded replay).
+    pub fn insert(&self, incarnation: Arc<Incarnation>) {
+        let by_name = self.by_name.pin();
+        let mut incarnations = by_name
+            .get(&incarnation.name)
+            .map(|existing| existing.as_ref().clone())
+            .unwrap_or_default();
+        incarnations.push(Arc::clone(&incarnation));
+        by_name.insert(incarnation.name.clone(), Arc::new(incarnations));
+        self.by_id.pin().insert(incarnation.id, incarnation);
+    }
+
+    /// Names of the containers visible at `version`, sorted.
+    pub fn names_at(&self, version: Version) -> Vec<String> {
+        let by_name = self.by_name.pin();
+        let mut names: Vec<String> = by_name
+            .iter()
+            .filter(|(_, incarnations)| {
+                incarnations
+                    .iter()
+                    .any(|incarnation| incarnation.visible_at(version))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+}

@@ -1,0 +1,332 @@
+//! The engine's record payloads (inside a log record's payload; see docs/design.md §7).
+//! Every length is checked before it is trusted; a payload that passes the log's CRC but does
+//! not decode is `Corruption`.
+
+use crate::clock::Timestamp;
+
+pub const OP_ITEM_WRITE: u8 = 1;
+pub const OP_CONTAINER_CREATE: u8 = 2;
+pub const OP_CONTAINER_DELETE: u8 = 3;
+pub const OP_CONTAINER_SET_METADATA: u8 = 4;
+pub const OP_BATCH: u8 = 5;
+
+pub type Metadata = Vec<(String, String)>;
+
+/// One item write as it is logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemWrite<'a> {
+    pub container_id: u64,
+    pub key: &'a [u8],
+    /// `None` deletes the item.
+    pub value: Option<&'a [u8]>,
+    pub last_modified: Timestamp,
+    pub expires_at: Option<Timestamp>,
+    pub content_type: Option<&'a str>,
+    pub metadata: &'a [(String, String)],
+}
+
+fn put_u16(out: &mut Vec<u8>, value: u16) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+fn put_u32(out: &mut Vec<u8>, value: u32) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+fn put_u64(out: &mut Vec<u8>, value: u64) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+fn put_metadata(out: &mut Vec<u8>, metadata: &[(String, String)]) {
+    put_u32(out, metadata.len() as u32);
+    for (name, value) in metadata {
+        put_u32(out, name.len() as u32);
+        out.extend_from_slice(name.as_bytes());
+        put_u32(out, value.len() as u32);
+        out.extend_from_slice(value.as_bytes());
+    }
+}
+
+/// Bytes `encode_item_write` will produce (so the log record can be reserved first).
+pub fn item_write_size(write: &ItemWrite<'_>) -> usize {
+    let metadata: usize = write
+        .metadata
+        .iter()
+        .map(|(name, value)| 8 + name.len() + value.len())
+        .sum();
+    8 + 4
+        + write.key.len()
+        + 1
+        + 8
+        + 8
+        + 2
+        + write.content_type.map_or(0, str::len)
+        + 4
+        + metadata
+        + 4
+        + write.value.map_or(0, <[u8]>::len)
+}
+
+/// Appends the item write; returns the offset of the value within `out`.
+pub fn encode_item_write(out: &mut Vec<u8>, write: &ItemWrite<'_>) -> usize {
+    put_u64(out, write.container_id);
+    put_u32(out, write.key.len() as u32);
+    out.extend_from_slice(write.key);
+    out.push(u8::from(write.value.is_some()));
+    put_u64(out, write.last_modified);
+    put_u64(out, write.expires_at.unwrap_or(0));
+    match write.content_type {
+        Some(content_type) => {
+            put_u16(out, content_type.len() as u16);
+            out.extend_from_slice(content_type.as_bytes());
+        }
+        None => put_u16(out, u16::MAX),
+    }
+    put_metadata(out, write.metadata);
+    let value = write.value.unwrap_or(&[]);
+    put_u32(out, value.len() as u32);
+    let value_offset = out.len();
+    out.extend_from_slice(value);
+    value_offset
+}
+
+pub fn encode_container_create(
+    name: &str,
+    default_ttl_seconds: Option<u32>,
+    metadata: &[(String, String)],
+    created_at: Timestamp,
+) -> Vec<u8> {
+    let mut out = vec![OP_CONTAINER_CREATE];
+    put_u32(&mut out, name.len() as u32);
+    out.extend_from_slice(name.as_bytes());
+    put_u32(&mut out, default_ttl_seconds.unwrap_or(0));
+    put_u64(&mut out, created_at);
+    put_metadata(&mut out, metadata);
+    out
+}
+
+pub fn encode_container_delete(container_id: u64) -> Vec<u8> {
+    let mut out = vec![OP_CONTAINER_DELETE];
+    put_u64(&mut out, container_id);
+    out
+}
+
+pub fn encode_container_set_metadata(
+    container_id: u64,
+    metadata: &[(String, String)],
+    modified_at: Timestamp,
+) -> Vec<u8> {
+    let mut out = vec![OP_CONTAINER_SET_METADATA];
+    put_u64(&mut out, container_id);
+    put_u64(&mut out, modified_at);
+    put_metadata(&mut out, metadata);
+    out
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+type Decoded<T> = Result<T, &'static str>;
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, count: usize) -> Decoded<&'a [u8]> {
+        let end = self.at.checked_add(count).ok_or("length overflow")?;
+        if end > self.bytes.len() {
+            return Err("a length runs past the end of the record");
+        }
+        let slice = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+    fn u8(&mut self) -> Decoded<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Decoded<u16> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
+    }
+    fn u32(&mut self) -> Decoded<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Decoded<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn text(&mut self, length: usize) -> Decoded<&'a str> {
+        std::str::from_utf8(self.take(length)?).map_err(|_| "text is not UTF-8")
+    }
+    fn metadata(&mut self) -> Decoded<Metadata> {
+        let count = self.u32()? as usize;
+        if count > self.bytes.len() {
+            return Err("implausible metadata count");
+        }
+        let mut metadata = Vec::with_capacity(count);
+        for _ in 0..count {
+            let name_length = self.u32()? as usize;
+            let name = self.text(name_length)?.to_owned();
+            let value_length = self.u32()? as usize;
+            let value = self.text(value_length)?.to_owned();
+            metadata.push((name, value));
+        }
+        Ok(metadata)
+    }
+    fn item_write(
+        &mut self,
+        metadata_store: &mut Vec<Metadata>,
+    ) -> Decoded<(ItemWrite<'a>, usize, usize)> {
+        let container_id = self.u64()?;
+        let key_length = self.u32()? as usize;
+        let key = self.take(key_length)?;
+        let present = match self.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err("bad value flag"),
+        };
+        let last_modified = self.u64()?;
+        let expires_at = Some(self.u64()?).filter(|&at| at != 0);
+        let content_type_length = self.u16()?;
+        let content_type = if content_type_length == u16::MAX {
+            None
+        } else {
+            Some(self.text(content_type_length as usize)?)
+        };
+        metadata_store.push(self.metadata()?);
+        let value_length = self.u32()? as usize;
+        let value_offset = self.at;
+        let value = self.take(value_length)?;
+        Ok((
+            ItemWrite {
+                container_id,
+                key,
+                value: present.then_some(value),
+                last_modified,
+                expires_at,
+                content_type,
+                metadata: &[],
+            },
+            value_offset,
+            metadata_store.len() - 1,
+        ))
+    }
+}
+
+/// An item write decoded, with its metadata owned (the borrowed form above cannot own it).
+pub struct DecodedItem<'a> {
+    pub write: ItemWrite<'a>,
+    pub metadata: Metadata,
+    pub value_offset: usize,
+}
+
+pub enum DecodedRecord<'a> {
+    Items(Vec<DecodedItem<'a>>),
+    ContainerCreate {
+        name: &'a str,
+        default_ttl_seconds: Option<u32>,
+        metadata: Metadata,
+        created_at: Timestamp,
+    },
+    ContainerDelete {
+        container_id: u64,
+    },
+    ContainerSetMetadata {
+        container_id: u64,
+        metadata: Metadata,
+        modified_at: Timestamp,
+    },
+}
+
+pub fn decode(payload: &[u8]) -> Decoded<DecodedRecord<'_>> {
+    let mut reader = Reader {
+        bytes: payload,
+        at: 0,
+    };
+    let record = match reader.u8()? {
+        OP_ITEM_WRITE => DecodedRecord::Items(vec![decode_item(&mut reader)?]),
+        OP_BATCH => {
+            let count = reader.u32()? as usize;
+            if count > payload.len() {
+                return Err("implausible batch count");
+            }
+            let mut items = Vec::with_capacity(count);
+            for _ in 0..count {
+                items.push(decode_item(&mut reader)?);
+            }
+            DecodedRecord::Items(items)
+        }
+        OP_CONTAINER_CREATE => {
+            let name_length = reader.u32()? as usize;
+            let name = reader.text(name_length)?;
+            let default_ttl_seconds = Some(reader.u32()?).filter(|&seconds| seconds != 0);
+            let created_at = reader.u64()?;
+            let metadata = reader.metadata()?;
+            DecodedRecord::ContainerCreate {
+                name,
+                default_ttl_seconds,
+                metadata,
+                created_at,
+            }
+        }
+        OP_CONTAINER_DELETE => DecodedRecord::ContainerDelete {
+            container_id: reader.u64()?,
+        },
+        OP_CONTAINER_SET_METADATA => {
+            let container_id = reader.u64()?;
+            let modified_at = reader.u64()?;
+            DecodedRecord::ContainerSetMetadata {
+                container_id,
+                metadata: reader.metadata()?,
+                modified_at,
+            }
+        }
+        _ => return Err("unknown engine record type"),
+    };
+    if reader.at != payload.len() {
+        return Err("trailing bytes after the engine record");
+    }
+    Ok(record)
+}
+
+fn decode_item<'a>(reader: &mut Reader<'a>) -> Decoded<DecodedItem<'a>> {
+    let mut metadata_store = Vec::with_capacity(1);
+    let (write, value_offset, _) = reader.item_write(&mut metadata_store)?;
+    Ok(DecodedItem {
+        write,
+        metadata: metadata_store.pop().unwrap_or_default(),
+        value_offset,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn item_write_round_trip_and_size() {
+        let metadata = vec![("a".to_owned(), "b".to_owned())];
+        let write = ItemWrite {
+            container_id: 7,
+            key: b"key",
+            value: Some(b"value"),
+            last_modified: 123,
+            expires_at: Some(456),
+            content_type: Some("text/plain"),
+            metadata: &metadata,
+        };
+        let mut out = vec![OP_ITEM_WRITE];
+        let value_offset = encode_item_write(&mut out, &write);
+        assert_eq!(out.len(), 1 + item_write_size(&write));
+        assert_eq!(&out[value_offset..value_offset + 5], b"value");
+        let DecodedRecord::Items(items) = decode(&out).unwrap() else {
+            panic!("not an item")
+        };
+        assert_eq!(items[0].write.key, b"key");
+        assert_eq!(items[0].write.value, Some(&b"value"[..]));
+        assert_eq!(items[0].write.expires_at, Some(456));
+        assert_eq!(items[0].metadata, metadata);
+        assert_eq!(items[0].value_offset, value_offset);
+        for cut in 0..out.len() {
+            assert!(
+                decode(&out[..cut]).is_err(),
+                "a record cut at {cut} must not decode"
+            );
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! The in-memory MVCC index: for every (container, key) an `ItemSlot` whose head points at the
+//! newest version; versions chain newest-first and point at their records in the log.
+//!
+//! - Point lookups go through a concurrent hash map (papaya: lock-free reads); listings go
+//!   through an ordered skip list over the same slots.
+//! - A write installs its version with one compare-and-swap on the head, expecting the head it
+//!   checked its conditions against: two writers holding the same ETag can never both win.
+//! - A batch installs `Pending` nodes (in key order, so batches cannot deadlock), then marks
+//!   them `Committed`, or unlinks them on failure. Nobody installs on top of a pending node:
+//!   writers wait for it to resolve (it resolves without I/O).
+//! - Versions no snapshot can see are unlinked by `prune` and freed through crossbeam-epoch.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use crossbeam_epoch::{Atomic, Guard, Owned, Shared};
+use crossbeam_utils::Backoff;
+
+use crate::clock::Timestamp;
+use crate::codec::Metadata;
+use crate::etag::Version;
+
+pub const COMMITTED: u8 = 0;
+pub const PENDING: u8 = 1;
+pub const ABORTED: u8 = 2;
+
+/// Content type and user metadata, kept in memory (small; bounded by the 8 KiB limit).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Properties {
+    pub content_type: Option<String>,
+    pub metadata: Metadata,
+}
+
+/// One version of one item.
+pub struct VersionNode {
+    pub version: Version,
+    pub status: AtomicU8,
+    /// `None`: the item was deleted at this version (a tombstone).
+    pub value: Option<ValueLocation>,
+    pub last_modified: Timestamp,
+    pub expires_at: Option<Timestamp>,
+    pub properties: Option<Box<Properties>>,
+    pub older: Atomic<VersionNode>,
+}
+
+/// Where a value's bytes are in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueLocation {
+    /// Global log offset of the first byte of the value.
+    pub offset: u64,
+    pub length: u32,
+}
+
+impl VersionNode {
+    pub fn is_live_at(&self, now: Timestamp) -> bool {
+        self.value.is_some() && self.expires_at.is_none_or(|expires_at| now < expires_at)
+    }
+}
+
+pub struct ItemSlot {
+    /// The full index key: 8-byte big-endian container id, then the item key.
+    pub index_key: Box<[u8]>,
+    pub head: Atomic<VersionNode>,
+}
+
+impl ItemSlot {
+    pub fn key(&self) -> &[u8] {
+        &self.index_key[8..]
+    }
+
+    /// The newest node that is not pending and not aborted — what a writer checks its
+    /// conditions against. Waits for a pending batch node to resolve.
+    pub fn settled_head<'g>(&self, guard: &'g Guard) -> Shared<'g, VersionNode> {
+        let backoff = Backoff::new();
+        loop {
+            let head = self.head.load(Ordering::Acquire, guard);
+            // SAFETY: nodes reachable from the head are freed only through the epoch.
+            match unsafe { head.as_ref() } {
+                Some(node) if node.status.load(Ordering::Acquire) == PENDING => {
+                    if backoff.is_completed() {
+                        std::thread::yield_now();
+                    } else {
+                        backoff.snooze();
+                    }
+                }
+                _ => return head,
+            }
+        }
+    }
+
+    /// The newest committed node with a version ≤ `version` (what a reader at `version` sees).
+    pub fn visible<'g>(&self, version: Version, guard: &'g Guard) -> Option<&'g VersionNode> {
+        let mut current = self.head.load(Ordering::Acquire, guard);
+        // SAFETY: as in `settled_head`.
+        while let Some(node) = unsafe { current.as_ref() } {
+            if node.version <= version && node.status.load(Ordering::Acquire) == COMMITTED {
+                return Some(node);
+            }
+            current = node.older.load(Ordering::Acquire, guard);
+        }
+        None
+    }
+
+    /// Installs `node` over `expected`. On failure the node is handed back.
+    pub fn install<'g>(
+        &self,
+        expected: Shared<'g, VersionNode>,
+        node: Owned<VersionNode>,
+        guard: &'g Guard,
+    ) -> Result<Shared<'g, VersionNode>, Owned<VersionNode>> {
+        node.older.store(expected, Ordering::Relaxed);
+        self.head
+            .compare_exchange(expected, node, Ordering::AcqRel, Ordering::Acquire, guard)
+            .map_err(|failure| failure.new)
+    }
+
+    /// Takes back a pending node this caller installed (nobody builds on pending nodes, so
+    /// it is still the head).
+    pub fn uninstall<'g>(&self, installed: Shared<'g, VersionNode>, guard: &'g Guard) {
+        // SAFETY: `installed` is our own node, reachable and alive under `guard`.
+        let node = unsafe { installed.deref() };
+        node.status.store(ABORTED, Ordering::Release);
+        let older = node.older.load(Ordering::Acquire, guard);
+        let result = self.head.compare_exchange(
+            installed,
+            older,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+            guard,
+        );
+        assert!(
+            result.is_ok(),
+            "a pending node is always the head until it resolves"
+        );
+        // SAFETY: unlinked above; readers that still hold it are protected by their guards.
+        unsafe { guard.defer_destroy(installed) };
+    }
+
+    /// Unlinks every version older than the newest one with version ≤ `keep_from`: no reader,
+    /// present or future, can reach them. Callers serialise prunes against snapshot creation.
+    pub fn prune(&self, keep_from: Version, guard: &Guard) {
+        let mut current = self.head.load(Ordering::Acquire, guard);
+        // SAFETY: as in `settled_head`.
+        while let Some(node) = unsafe { current.as_ref() } {
+            if node.version <= keep_from && node.status.load(Ordering::Acquire) == COMMITTED {
+                let detached = node.older.swap(Shared::null(), Ordering::AcqRel, guard);
+                free_chain(detached, guard);
+                return;
+            }
+            current = node.older.load(Ordering::Acquire, guard);
+        }
+    }
+}
+
+fn free_chain<'g>(mut current: Shared<'g, VersionNode>, guard: &'g Guard) {
+    while !current.is_null() {
+        // SAFETY: the chain was detached by the caller's swap, so only guards taken before it
+        // can still see these nodes; destruction waits for them.
+        let next = unsafe { current.deref() }
+            .older
+            .load(Ordering::Acquire, guard);
+        unsafe { guard.defer_destroy(current) };
+        current = next;
+    }
+}
+
+impl Drop for ItemSlot {
+    fn drop(&mut self) {
+        // SAFETY: the slot is gone from every index, so no guard can reach its chain.
+        unsafe {
+            let guard = crossbeam_epoch::unprotected();
+            let mut current = self.head.load(Ordering::Relaxed, guard);
+            while !current.is_null() {
+                let next = current.deref().older.load(Ordering::Relaxed, guard);
+                drop(current.into_owned());
+                current = next;
+            }
+        }
+    }
+}
+
+pub fn index_key(container_id: u64, key: &[u8]) -> Box<[u8]> {
+    let mut bytes = Vec::with_capacity(8 + key.len());
+    bytes.extend_from_slice(&container_id.to_be_bytes());
+    bytes.extend_from_slice(key);
+    bytes.into_boxed_slice()
+}
+
+/// The point index and the ordered index over the same slots.
+pub struct Index {
+    points: papaya::HashMap<Box<[u8]>, Arc<ItemSlot>>,
+    ordered: crossbeam_skiplist::SkipMap<Box<[u8]>, Arc<ItemSlot>>,
+}
+
+impl Index {
+    pub fn new() -> Index {
+        Index {
+            points: papaya::HashMap::new(),
+            ordered: crossbeam_skiplist::SkipMap::new(),
+        }
+    }
+
+    /// Runs `read` with the slot of `index_key`, if any, without cloning its `Arc`.
+    pub fn with_slot<T>(&self, index_key: &[u8], read: impl FnOnce(Option<&ItemSlot>) -> T) -> T {
+        let points = self.points.pin();
+        read(points.get(index_key).map(Arc::as_ref))
+    }
+
+    pub fn get(&self, index_key: &[u8]) -> Option<Arc<ItemSlot>> {
+        self.points.pin().get(index_key).cloned()
+    }
+
+    pub fn get_or_insert(&self, index_key: &[u8]) -> Arc<ItemSlot> {
+        if let Some(slot) = self.get(index_key) {
+            return slot;
+        }
+        let points = self.points.pin();
+        let slot = points
+            .get_or_insert_with(index_key.into(), || {
+                Arc::new(ItemSlot {
+                    index_key: index_key.into(),
+                    head: Atomic::null(),
+                })
+            })
+            .clone();
+        // The ordered index may briefly lag the point index; listings only ever miss a key
+        // whose first write has not committed yet.
+        self.ordered
+            .get_or_insert(slot.index_key.clone(), Arc::clone(&slot));
+        slot
+    }
+
+    /// Slots with index keys in `[from, …)` that start with `prefix`, in key order.
+    pub fn range_from<'a>(
+        &'a self,
+        from: &'a [u8],
+        prefix: &'a [u8],
+    ) -> impl Iterator<Item = Arc<ItemSlot>> + 'a {
+        self.ordered
+            .range::<[u8], _>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded))
+            .take_while(move |entry| entry.key().starts_with(prefix))
+            .map(|entry| Arc::clone(entry.value()))
+    }
+}

@@ -1,0 +1,129 @@
+//! What callers pass in and get back: options, items, pages.
+
+use std::sync::Arc;
+
+use crate::clock::{Clock, SystemClock, Timestamp};
+use crate::etag::{ETag, Version};
+use crate::log::Durability;
+use crate::rules::conditions::Conditions;
+use crate::rules::ttl::Ttl;
+
+/// Limits a store enforces on every input (SPEC §1, §8, §13).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_key_bytes: usize,
+    pub max_value_bytes: usize,
+    pub max_metadata_bytes: usize,
+    pub max_content_type_bytes: usize,
+    pub max_batch_operations: usize,
+    pub max_batch_bytes: usize,
+    pub max_page_size: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_key_bytes: 1024,
+            max_value_bytes: 64 << 20,
+            max_metadata_bytes: 8 << 10,
+            max_content_type_bytes: 1024,
+            max_batch_operations: 1000,
+            max_batch_bytes: 64 << 20,
+            max_page_size: 10_000,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct StoreOptions {
+    pub durability: Durability,
+    /// Size of each log segment; fixed when the store is created.
+    pub segment_size_bytes: u64,
+    pub limits: Limits,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions {
+            durability: Durability::Sync,
+            segment_size_bytes: 64 << 20,
+            limits: Limits::default(),
+            clock: Arc::new(SystemClock::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("StoreOptions")
+            .field("durability", &self.durability)
+            .field("segment_size_bytes", &self.segment_size_bytes)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Options of a read (get, get properties).
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    pub conditions: Conditions,
+}
+
+/// Options of a write (put, create, replace, delete, set metadata).
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    pub conditions: Conditions,
+    pub content_type: Option<String>,
+    /// User metadata; a put replaces the item's metadata with this.
+    pub metadata: Vec<(String, String)>,
+    pub ttl: Ttl,
+}
+
+impl WriteOptions {
+    pub fn with_conditions(conditions: Conditions) -> WriteOptions {
+        WriteOptions {
+            conditions,
+            ..WriteOptions::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ContainerOptions {
+    pub metadata: Vec<(String, String)>,
+    /// Seconds an item lives after its last write unless it sets its own TTL.
+    pub default_ttl_seconds: Option<u32>,
+}
+
+/// An item as a read returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub key: Vec<u8>,
+    /// `None` from `get_properties` and from listings that did not ask for values.
+    pub value: Option<Vec<u8>>,
+    pub etag: ETag,
+    pub version: Version,
+    pub last_modified: Timestamp,
+    pub content_type: Option<String>,
+    pub metadata: Vec<(String, String)>,
+    pub expires_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerProperties {
+    pub name: String,
+    pub etag: ETag,
+    pub last_modified: Timestamp,
+    pub metadata: Vec<(String, String)>,
+    pub default_ttl_seconds: Option<u32>,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    pub items: Vec<Item>,
+    /// Pass it to the next `list` call; `None` on the last page.
+    pub continuation: Option<String>,
+}

@@ -1,0 +1,98 @@
+//! Snapshots (SPEC §9): a pinned version and the clock time it was taken at. Every read through
+//! a snapshot sees exactly the committed state at that version, however long it lives.
+
+use std::sync::atomic::Ordering;
+
+use crate::clock::Timestamp;
+use crate::error::Result;
+use crate::etag::Version;
+use crate::options::{Item, Page, ReadOptions};
+use crate::store::Store;
+
+/// A repeatable view of the store. Reads from any thread; dropping it releases old versions.
+pub struct Snapshot<'store> {
+    store: &'store Store,
+    version: Version,
+    now: Timestamp,
+}
+
+impl Store {
+    pub fn snapshot(&self) -> Result<Snapshot<'_>> {
+        self.check_open()?;
+        // Registered under the lock that prunes take, so no prune drops what this pins.
+        let mut snapshots = self.snapshots.lock();
+        let version = self.version();
+        *snapshots.entry(version).or_insert(0) += 1;
+        let oldest = *snapshots.keys().next().expect("just inserted");
+        self.oldest_snapshot.store(oldest, Ordering::Release);
+        drop(snapshots);
+        Ok(Snapshot {
+            store: self,
+            version,
+            now: self.now(),
+        })
+    }
+}
+
+impl Snapshot<'_> {
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    pub fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
+        self.store.check_open()?;
+        self.store
+            .read_at(self.version, self.now, container, key, options, true, true)
+    }
+
+    pub fn get_properties(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+    ) -> Result<Item> {
+        self.store.check_open()?;
+        self.store
+            .read_at(self.version, self.now, container, key, options, false, true)
+    }
+
+    pub fn list(
+        &self,
+        container: &str,
+        prefix: &[u8],
+        page_size: usize,
+        continuation: Option<&str>,
+        include_values: bool,
+    ) -> Result<Page> {
+        self.store.check_open()?;
+        self.store.list_at(
+            self.version,
+            self.now,
+            container,
+            prefix,
+            page_size,
+            continuation,
+            include_values,
+            true,
+        )
+    }
+
+    pub fn list_containers(&self) -> Result<Vec<String>> {
+        self.store.check_open()?;
+        Ok(self.store.catalog.names_at(self.version))
+    }
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        let mut snapshots = self.store.snapshots.lock();
+        if let Some(count) = snapshots.get_mut(&self.version) {
+            *count -= 1;
+            if *count == 0 {
+                snapshots.remove(&self.version);
+            }
+        }
+        let oldest = snapshots.keys().next().copied().unwrap_or(u64::MAX);
+        self.store.oldest_snapshot.store(oldest, Ordering::Release);
+    }
+}

@@ -1,0 +1,627 @@
+//! `Store`: opening, containers, and the read side (get, list, snapshots). The write side of
+//! items is in `write.rs`, batches in `batch.rs`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crossbeam_epoch::Guard;
+use parking_lot::Mutex;
+
+use crate::catalog::{Catalog, ContainerState, Incarnation, LIVE};
+use crate::clock::{Clock, Timestamp};
+use crate::codec::{self, DecodedRecord};
+use crate::error::{Error, ErrorCode, Result};
+use crate::etag::{ETag, Version};
+use crate::index::{index_key, Index, Properties, ValueLocation, VersionNode, COMMITTED};
+use crate::log::{record::HEADER_BYTES, Log, LogOptions};
+use crate::options::{
+    ContainerOptions, ContainerProperties, Item, Limits, Page, ReadOptions, StoreOptions,
+};
+use crate::rules::conditions::{self, Conditions, ItemFacts};
+use crate::storage::{FileStorage, Storage};
+use crate::validate;
+
+/// An open store. Share it between threads by reference or in an `Arc`.
+pub struct Store {
+    pub(crate) log: Log,
+    pub(crate) index: Index,
+    pub(crate) catalog: Catalog,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) limits: Limits,
+    /// Open snapshots by version, and the oldest one (`u64::MAX` when none). Snapshot creation
+    /// and pruning take this lock, so a prune never drops a version a new snapshot pins.
+    pub(crate) snapshots: Mutex<BTreeMap<Version, usize>>,
+    pub(crate) oldest_snapshot: AtomicU64,
+    closed: AtomicBool,
+}
+
+impl Store {
+    /// Opens the store in directory `path`, creating it if needed.
+    pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        Store::open_with_storage(Arc::new(FileStorage::new(path.as_ref())), options)
+    }
+
+    /// Opens a store on any [`Storage`] (tests use the simulated disk).
+    pub fn open_with_storage(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
+        let index = Index::new();
+        let catalog = Catalog::default();
+        let log_options = LogOptions {
+            segment_size_bytes: options.segment_size_bytes,
+            durability: options.durability,
+            ..LogOptions::default()
+        };
+        let log = {
+            let mut replay = |record: crate::log::RecoveredRecord<'_>| {
+                replay_record(
+                    &index,
+                    &catalog,
+                    record.version,
+                    record.location,
+                    record.payload,
+                )
+            };
+            Log::open(storage, &log_options, &mut replay)?
+        };
+        Ok(Store {
+            log,
+            index,
+            catalog,
+            clock: options.clock,
+            limits: options.limits,
+            snapshots: Mutex::new(BTreeMap::new()),
+            oldest_snapshot: AtomicU64::new(u64::MAX),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Flushes and closes. Later calls fail with `Closed`.
+    pub fn close(mut self) -> Result<()> {
+        self.closed.store(true, Ordering::Release);
+        self.log.close()
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// The latest committed version.
+    pub fn version(&self) -> Version {
+        self.log.visible_version()
+    }
+
+    pub(crate) fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    // ----- containers -----
+
+    pub fn create_container(
+        &self,
+        name: &str,
+        options: &ContainerOptions,
+    ) -> Result<ContainerProperties> {
+        self.check_open()?;
+        validate::container_name(name)?;
+        validate::metadata(&options.metadata, &self.limits)?;
+        if options.default_ttl_seconds == Some(0) {
+            return Err(Error::invalid(
+                "default_ttl",
+                "must be positive seconds, or None for no default",
+            ));
+        }
+        let _changes = self.catalog.changes.lock();
+        if self.catalog.live(name).is_some() {
+            return Err(Error::rejected(ErrorCode::ContainerAlreadyExists));
+        }
+        let now = self.now();
+        let payload = codec::encode_container_create(
+            name,
+            options.default_ttl_seconds,
+            &options.metadata,
+            now,
+        );
+        let mut reservation = self.log.reserve(payload.len())?;
+        reservation.payload_mut().copy_from_slice(&payload);
+        let version = reservation.version();
+        let incarnation = Arc::new(Incarnation {
+            id: version,
+            name: name.to_owned(),
+            default_ttl_seconds: options.default_ttl_seconds,
+            deleted_version: AtomicU64::new(LIVE),
+            state: Mutex::new(ContainerState {
+                metadata: options.metadata.clone(),
+                etag_version: version,
+                last_modified: now,
+            }),
+        });
+        self.catalog.insert(Arc::clone(&incarnation));
+        reservation.commit()?;
+        Ok(properties_of(&incarnation))
+    }
+
+    /// Deletes the container and, atomically, every item in it.
+    pub fn delete_container(&self, name: &str, conditions: &Conditions) -> Result<()> {
+        self.check_open()?;
+        validate::container_name(name)?;
+        validate::container_conditions(conditions)?;
+        let _changes = self.catalog.changes.lock();
+        let incarnation = self
+            .catalog
+            .live(name)
+            .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
+        check_container_conditions(&incarnation, conditions)?;
+        let payload = codec::encode_container_delete(incarnation.id);
+        let mut reservation = self.log.reserve(payload.len())?;
+        reservation.payload_mut().copy_from_slice(&payload);
+        // Set before the record completes, so every item write ordered after it in the log
+        // sees the deletion once its own record completes.
+        incarnation
+            .deleted_version
+            .store(reservation.version(), Ordering::Release);
+        reservation.commit()?;
+        Ok(())
+    }
+
+    pub fn container_properties(&self, name: &str) -> Result<ContainerProperties> {
+        self.check_open()?;
+        validate::container_name(name)?;
+        let incarnation = self
+            .catalog
+            .visible(name, self.version())
+            .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
+        Ok(properties_of(&incarnation))
+    }
+
+    pub fn set_container_metadata(
+        &self,
+        name: &str,
+        metadata: &[(String, String)],
+        conditions: &Conditions,
+    ) -> Result<ETag> {
+        self.check_open()?;
+        validate::container_name(name)?;
+        validate::metadata(metadata, &self.limits)?;
+        validate::container_conditions(conditions)?;
+        let _changes = self.catalog.changes.lock();
+        let incarnation = self
+            .catalog
+            .live(name)
+            .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
+        check_container_conditions(&incarnation, conditions)?;
+        let now = self.now();
+        let payload = codec::encode_container_set_metadata(incarnation.id, metadata, now);
+        let mut reservation = self.log.reserve(payload.len())?;
+        reservation.payload_mut().copy_from_slice(&payload);
+        let version = reservation.version();
+        {
+            let mut state = incarnation.state.lock();
+            state.metadata = metadata.to_vec();
+            state.etag_version = version;
+            state.last_modified = now;
+        }
+        reservation.commit()?;
+        Ok(ETag(version))
+    }
+
+    pub fn list_containers(&self) -> Result<Vec<String>> {
+        self.check_open()?;
+        Ok(self.catalog.names_at(self.version()))
+    }
+
+    // ----- reads -----
+
+    /// Reads an item (SPEC §3 read conditions).
+    pub fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
+        self.check_open()?;
+        self.read_at(
+            self.version(),
+            self.now(),
+            container,
+            key,
+            options,
+            true,
+            false,
+        )
+    }
+
+    /// Like `get`, without the value.
+    pub fn get_properties(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+    ) -> Result<Item> {
+        self.check_open()?;
+        self.read_at(
+            self.version(),
+            self.now(),
+            container,
+            key,
+            options,
+            false,
+            false,
+        )
+    }
+
+    /// The item if its version differs from `version`, else `None` (SPEC §6).
+    pub fn get_if_newer(
+        &self,
+        container: &str,
+        key: &[u8],
+        version: Version,
+    ) -> Result<Option<Item>> {
+        self.check_open()?;
+        let item = self.read_at(
+            self.version(),
+            self.now(),
+            container,
+            key,
+            &ReadOptions::default(),
+            true,
+            false,
+        )?;
+        Ok((item.version != version).then_some(item))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn read_at(
+        &self,
+        version: Version,
+        now: Timestamp,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+        with_value: bool,
+        repeatable: bool,
+    ) -> Result<Item> {
+        validate::container_name(container)?;
+        validate::key(key, &self.limits)?;
+        conditions::validate_read(&options.conditions)?;
+        let incarnation = self
+            .catalog
+            .visible(container, version)
+            .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
+        let guard = crossbeam_epoch::pin();
+        let key_bytes = index_key(incarnation.id, key);
+        self.index.with_slot(&key_bytes, |slot| {
+            let node = slot
+                .and_then(|slot| self.resolve(slot, version, repeatable, &guard))
+                .filter(|node| node.is_live_at(now));
+            conditions::check_read(&options.conditions, node.map(facts_of).as_ref())?;
+            let node = node.ok_or_else(|| Error::rejected(ErrorCode::NotFound))?;
+            self.item_from(key, node, with_value, &guard)
+        })
+    }
+
+    /// The node a reader at `version` sees. A snapshot (`repeatable`) pins its version, so no
+    /// prune can take its nodes. A plain read may move forward: a writer's prune keeps only the
+    /// newest node at or below the `visible` version *it* read, which can be newer than the
+    /// reader's; when the walk falls off the chain the reader retries at a fresh version, which
+    /// is at least that prune's.
+    pub(crate) fn resolve<'g>(
+        &self,
+        slot: &crate::index::ItemSlot,
+        version: Version,
+        repeatable: bool,
+        guard: &'g Guard,
+    ) -> Option<&'g VersionNode> {
+        const MAX_FRESH_READS: usize = 64;
+        let mut version = version;
+        for _ in 0..MAX_FRESH_READS {
+            let node = slot.visible(version, guard);
+            if node.is_some() || repeatable {
+                return node;
+            }
+            let fresh = self.version();
+            if fresh == version {
+                return None;
+            }
+            version = fresh;
+        }
+        None
+    }
+
+    pub(crate) fn item_from(
+        &self,
+        key: &[u8],
+        node: &VersionNode,
+        with_value: bool,
+        guard: &Guard,
+    ) -> Result<Item> {
+        let value = match (with_value, node.value) {
+            (true, Some(location)) => Some(self.value_bytes(location, guard)?.to_vec()),
+            _ => None,
+        };
+        let properties = node.properties.as_deref();
+        Ok(Item {
+            key: key.to_vec(),
+            value,
+            etag: ETag(node.version),
+            version: node.version,
+            last_modified: node.last_modified,
+            content_type: properties.and_then(|properties| properties.content_type.clone()),
+            metadata: properties
+                .map(|properties| properties.metadata.clone())
+                .unwrap_or_default(),
+            expires_at: node.expires_at,
+        })
+    }
+
+    pub(crate) fn value_bytes<'g>(
+        &self,
+        location: ValueLocation,
+        guard: &'g Guard,
+    ) -> Result<&'g [u8]> {
+        self.log
+            .read_bytes(location.offset, location.length as usize, guard)
+    }
+
+    /// One page of the items of `container` whose keys start with `prefix`, in key order.
+    pub fn list(
+        &self,
+        container: &str,
+        prefix: &[u8],
+        page_size: usize,
+        continuation: Option<&str>,
+        include_values: bool,
+    ) -> Result<Page> {
+        self.check_open()?;
+        self.list_at(
+            self.version(),
+            self.now(),
+            container,
+            prefix,
+            page_size,
+            continuation,
+            include_values,
+            false,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn list_at(
+        &self,
+        version: Version,
+        now: Timestamp,
+        container: &str,
+        prefix: &[u8],
+        page_size: usize,
+        continuation: Option<&str>,
+        include_values: bool,
+        repeatable: bool,
+    ) -> Result<Page> {
+        validate::container_name(container)?;
+        if prefix.len() > self.limits.max_key_bytes {
+            return Err(Error::invalid(
+                "prefix",
+                format!(
+                    "longer than the key limit of {} bytes",
+                    self.limits.max_key_bytes
+                ),
+            ));
+        }
+        if page_size == 0 || page_size > self.limits.max_page_size {
+            return Err(Error::invalid(
+                "page_size",
+                format!("must be 1..={}", self.limits.max_page_size),
+            ));
+        }
+        let incarnation = self
+            .catalog
+            .visible(container, version)
+            .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
+        let full_prefix = index_key(incarnation.id, prefix);
+        let start = match continuation {
+            Some(token) => {
+                let after = decode_continuation(token)?;
+                if !after.starts_with(prefix) {
+                    return Err(Error::invalid(
+                        "continuation",
+                        "the token belongs to another prefix",
+                    ));
+                }
+                // The smallest key greater than `after`.
+                let mut start = index_key(incarnation.id, &after).into_vec();
+                start.push(0);
+                start.into_boxed_slice()
+            }
+            None => full_prefix.clone(),
+        };
+        let guard = crossbeam_epoch::pin();
+        let mut items = Vec::new();
+        let mut continuation = None;
+        // Bounded look-ahead for "is there another item?" past a full page.
+        const LOOK_AHEAD_SLOTS: usize = 1024;
+        let mut looked_ahead = 0;
+        for slot in self.index.range_from(&start, &full_prefix) {
+            let Some(node) = self
+                .resolve(&slot, version, repeatable, &guard)
+                .filter(|node| node.is_live_at(now))
+            else {
+                if items.len() == page_size {
+                    looked_ahead += 1;
+                    if looked_ahead >= LOOK_AHEAD_SLOTS {
+                        continuation = Some(encode_continuation(
+                            items.last().map_or(prefix, |item: &Item| &item.key),
+                        ));
+                        break;
+                    }
+                }
+                continue;
+            };
+            if items.len() == page_size {
+                continuation = Some(encode_continuation(&items[page_size - 1].key));
+                break;
+            }
+            items.push(self.item_from(slot.key(), node, include_values, &guard)?);
+        }
+        Ok(Page {
+            items,
+            continuation,
+        })
+    }
+}
+
+pub(crate) fn facts_of(node: &VersionNode) -> ItemFacts {
+    ItemFacts {
+        etag: ETag(node.version),
+        version: node.version,
+        last_modified: node.last_modified,
+    }
+}
+
+fn properties_of(incarnation: &Incarnation) -> ContainerProperties {
+    let state = incarnation.state.lock();
+    ContainerProperties {
+        name: incarnation.name.clone(),
+        etag: ETag(state.etag_version),
+        last_modified: state.last_modified,
+        metadata: state.metadata.clone(),
+        default_ttl_seconds: incarnation.default_ttl_seconds,
+    }
+}
+
+/// Container writes take date conditions and ETag conditions on the container's ETag.
+fn check_container_conditions(incarnation: &Incarnation, conditions: &Conditions) -> Result<()> {
+    let state = incarnation.state.lock();
+    let facts = ItemFacts {
+        etag: ETag(state.etag_version),
+        version: state.etag_version,
+        last_modified: state.last_modified,
+    };
+    conditions::check_write_conditions(conditions::WriteKind::SetMetadata, conditions, Some(&facts))
+}
+
+const CONTINUATION_PREFIX: &str = "t1.";
+
+fn encode_continuation(key: &[u8]) -> String {
+    let mut token = String::with_capacity(CONTINUATION_PREFIX.len() + key.len() * 2);
+    token.push_str(CONTINUATION_PREFIX);
+    for byte in key {
+        token.push_str(&format!("{byte:02x}"));
+    }
+    token
+}
+
+fn decode_continuation(token: &str) -> Result<Vec<u8>> {
+    let invalid = || Error::invalid("continuation", "not a continuation token tenure issued");
+    let hex = token
+        .strip_prefix(CONTINUATION_PREFIX)
+        .ok_or_else(invalid)?;
+    if hex.len() % 2 != 0 || hex.is_empty() || hex.len() > 2 * 1024 {
+        return Err(invalid());
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).map_err(|_| invalid()))
+        .collect()
+}
+
+/// Applies one recovered record to the index (single-threaded, at open).
+fn replay_record(
+    index: &Index,
+    catalog: &Catalog,
+    version: Version,
+    location: u64,
+    payload: &[u8],
+) -> Result<()> {
+    let corrupt = |reason: &str| {
+        Error::corruption(
+            "log",
+            location,
+            format!("engine record at version {version}: {reason}"),
+        )
+    };
+    let record = codec::decode(payload).map_err(corrupt)?;
+    match record {
+        DecodedRecord::Items(items) => {
+            let guard = crossbeam_epoch::pin();
+            for item in items {
+                let Some(incarnation) = catalog.by_id(item.write.container_id) else {
+                    continue;
+                };
+                if !incarnation.is_live() {
+                    continue;
+                }
+                let slot = index.get_or_insert(&index_key(incarnation.id, item.write.key));
+                let node = crossbeam_epoch::Owned::new(VersionNode {
+                    version,
+                    status: COMMITTED.into(),
+                    value: item.write.value.map(|value| ValueLocation {
+                        offset: location + HEADER_BYTES as u64 + item.value_offset as u64,
+                        length: value.len() as u32,
+                    }),
+                    last_modified: item.write.last_modified,
+                    expires_at: item.write.expires_at,
+                    properties: properties_box(item.write.content_type, item.metadata),
+                    older: crossbeam_epoch::Atomic::null(),
+                });
+                let head = slot.head.load(Ordering::Acquire, &guard);
+                if slot.install(head, node, &guard).is_err() {
+                    return Err(corrupt("concurrent replay"));
+                }
+                // Nothing can see older versions at open.
+                slot.prune(version, &guard);
+            }
+        }
+        DecodedRecord::ContainerCreate {
+            name,
+            default_ttl_seconds,
+            metadata,
+            created_at,
+        } => {
+            if catalog.live(name).is_some() {
+                return Err(corrupt("container created twice"));
+            }
+            catalog.insert(Arc::new(Incarnation {
+                id: version,
+                name: name.to_owned(),
+                default_ttl_seconds,
+                deleted_version: AtomicU64::new(LIVE),
+                state: Mutex::new(ContainerState {
+                    metadata,
+                    etag_version: version,
+                    last_modified: created_at,
+                }),
+            }));
+        }
+        DecodedRecord::ContainerDelete { container_id } => {
+            if let Some(incarnation) = catalog.by_id(container_id) {
+                incarnation
+                    .deleted_version
+                    .store(version, Ordering::Release);
+            }
+        }
+        DecodedRecord::ContainerSetMetadata {
+            container_id,
+            metadata,
+            modified_at,
+        } => {
+            if let Some(incarnation) = catalog.by_id(container_id) {
+                let mut state = incarnation.state.lock();
+                state.metadata = metadata;
+                state.etag_version = version;
+                state.last_modified = modified_at;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn properties_box(
+    content_type: Option<&str>,
+    metadata: Vec<(String, String)>,
+) -> Option<Box<Properties>> {
+    if content_type.is_none() && metadata.is_empty() {
+        return None;
+    }
+    Some(Box::new(Properties {
+        content_type: content_type.map(str::to_owned),
+        metadata,
+    }))
+}

@@ -1,0 +1,304 @@
+//! Item writes: put, create, replace, delete, set metadata, update. Each follows the order of
+//! checks of SPEC §3 and lands with one compare-and-swap on the item's version chain.
+
+use std::sync::atomic::Ordering;
+
+use crossbeam_epoch::{Owned, Shared};
+use rand::Rng;
+
+use crate::codec::{self, ItemWrite};
+use crate::error::{Error, ErrorCode, Result};
+use crate::etag::{ETag, Version};
+use crate::index::{index_key, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED};
+use crate::log::record::HEADER_BYTES;
+use crate::options::{Item, ReadOptions, WriteOptions};
+use crate::rules::conditions::{self, Conditions, WriteKind};
+use crate::rules::ttl;
+use crate::store::{facts_of, properties_box, Store};
+use crate::validate;
+
+/// A writer that keeps losing the compare-and-swap to other writers gives up after this many
+/// attempts (each loss means another write succeeded, so the store as a whole progresses).
+const MAX_INSTALL_ATTEMPTS: usize = 100_000;
+
+/// What a write does to the item.
+#[derive(Clone, Copy)]
+pub(crate) enum Change<'a> {
+    Value(&'a [u8]),
+    Delete,
+    /// Keep the value, replace content type and metadata.
+    Properties,
+}
+
+impl Store {
+    /// Writes the item, creating or replacing it (last writer wins unless conditions say
+    /// otherwise). Returns the new ETag.
+    pub fn put(
+        &self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        self.write_item(
+            container,
+            key,
+            WriteKind::Put,
+            Change::Value(value),
+            options,
+        )
+        .map(|version| ETag(version.expect("a put always writes")))
+    }
+
+    /// Writes the item only if it does not exist (`AlreadyExists` otherwise).
+    pub fn create(
+        &self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        self.write_item(
+            container,
+            key,
+            WriteKind::Create,
+            Change::Value(value),
+            options,
+        )
+        .map(|version| ETag(version.expect("a create always writes")))
+    }
+
+    /// Writes the item only if it exists (`NotFound` otherwise).
+    pub fn replace(
+        &self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        self.write_item(
+            container,
+            key,
+            WriteKind::Replace,
+            Change::Value(value),
+            options,
+        )
+        .map(|version| ETag(version.expect("a replace always writes")))
+    }
+
+    pub fn delete(&self, container: &str, key: &[u8], options: &WriteOptions) -> Result<()> {
+        self.write_item(container, key, WriteKind::Delete, Change::Delete, options)
+            .map(|_| ())
+    }
+
+    /// Replaces content type and metadata, keeping the value; a new ETag.
+    pub fn set_properties(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        self.write_item(
+            container,
+            key,
+            WriteKind::SetMetadata,
+            Change::Properties,
+            options,
+        )
+        .map(|version| ETag(version.expect("set_properties always writes")))
+    }
+
+    /// Read, apply `change`, write with `if_match`; on `ConditionNotMet` re-read and retry
+    /// with jittered backoff, at most `max_attempts` times (SPEC §3).
+    pub fn update(
+        &self,
+        container: &str,
+        key: &[u8],
+        max_attempts: usize,
+        mut change: impl FnMut(&[u8]) -> Vec<u8>,
+    ) -> Result<Item> {
+        if max_attempts == 0 || max_attempts > 10_000 {
+            return Err(Error::invalid("max_attempts", "must be 1..=10000"));
+        }
+        let mut last_conflict = None;
+        for attempt in 0..max_attempts {
+            let current = self.get(container, key, &ReadOptions::default())?;
+            let new_value = change(current.value.as_deref().unwrap_or(&[]));
+            let options = WriteOptions {
+                conditions: Conditions::if_match(current.etag),
+                content_type: current.content_type.clone(),
+                metadata: current.metadata.clone(),
+                ..WriteOptions::default()
+            };
+            match self.put(container, key, &new_value, &options) {
+                Ok(etag) => {
+                    return Ok(Item {
+                        value: Some(new_value),
+                        etag,
+                        version: etag.version(),
+                        ..current
+                    })
+                }
+                Err(error) if error.code() == ErrorCode::ConditionNotMet => {
+                    last_conflict = Some(error);
+                    let ceiling_micros = 50u64 << attempt.min(8);
+                    let pause = rand::thread_rng().gen_range(0..=ceiling_micros);
+                    std::thread::sleep(std::time::Duration::from_micros(pause));
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(last_conflict.expect("at least one attempt ran"))
+    }
+
+    /// The common write path. Returns the new version, or `None` for a delete.
+    pub(crate) fn write_item(
+        &self,
+        container: &str,
+        key: &[u8],
+        kind: WriteKind,
+        change: Change<'_>,
+        options: &WriteOptions,
+    ) -> Result<Option<Version>> {
+        // 1. arguments
+        self.check_open()?;
+        validate::container_name(container)?;
+        validate::key(key, &self.limits)?;
+        if let Change::Value(value) = change {
+            validate::value(value, &self.limits)?;
+        }
+        validate::metadata(&options.metadata, &self.limits)?;
+        validate::content_type(options.content_type.as_deref(), &self.limits)?;
+        options.ttl.validate()?;
+        // 2. container
+        let incarnation = self
+            .catalog
+            .live(container)
+            .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
+        let key_bytes = index_key(incarnation.id, key);
+        let slot = match kind {
+            WriteKind::Put | WriteKind::Create => self.index.get_or_insert(&key_bytes),
+            _ => match self.index.get(&key_bytes) {
+                Some(slot) => slot,
+                None => {
+                    conditions::check_write_existence(kind, &options.conditions, None)?;
+                    return Err(Error::rejected(ErrorCode::NotFound));
+                }
+            },
+        };
+        let guard = crossbeam_epoch::pin();
+        for _ in 0..MAX_INSTALL_ATTEMPTS {
+            let now = self.now();
+            let head = slot.settled_head(&guard);
+            // SAFETY: nodes reachable from a slot are freed only through the epoch.
+            let current = unsafe { head.as_ref() }.filter(|node| node.is_live_at(now));
+            let facts = current.map(facts_of);
+            // 3. existence, 4. (leases and locks: not yet), 5. conditions
+            conditions::check_write_existence(kind, &options.conditions, facts.as_ref())?;
+            conditions::check_write_conditions(kind, &options.conditions, facts.as_ref())?;
+            // 6. the change, atomically with the checks: the CAS expects `head`.
+            let (value, properties): (Option<Vec<u8>>, Properties) = match change {
+                Change::Value(value) => (
+                    Some(value.to_vec()),
+                    Properties {
+                        content_type: options.content_type.clone(),
+                        metadata: options.metadata.clone(),
+                    },
+                ),
+                Change::Delete => (None, Properties::default()),
+                Change::Properties => {
+                    let node = current.expect("existence was checked");
+                    let value = match node.value {
+                        Some(location) => self.value_bytes(location, &guard)?.to_vec(),
+                        None => Vec::new(),
+                    };
+                    (
+                        Some(value),
+                        Properties {
+                            content_type: options.content_type.clone(),
+                            metadata: options.metadata.clone(),
+                        },
+                    )
+                }
+            };
+            let expires_at = value
+                .as_ref()
+                .and_then(|_| ttl::expires_at(now, options.ttl, incarnation.default_ttl_seconds));
+            let write = ItemWrite {
+                container_id: incarnation.id,
+                key,
+                value: value.as_deref(),
+                last_modified: now,
+                expires_at,
+                content_type: properties.content_type.as_deref(),
+                metadata: &properties.metadata,
+            };
+            let mut payload = Vec::with_capacity(1 + codec::item_write_size(&write));
+            payload.push(codec::OP_ITEM_WRITE);
+            let value_offset = codec::encode_item_write(&mut payload, &write);
+            let mut reservation = self.log.reserve(payload.len())?;
+            reservation.payload_mut().copy_from_slice(&payload);
+            let version = reservation.version();
+            let node = Owned::new(VersionNode {
+                version,
+                status: COMMITTED.into(),
+                value: value.as_ref().map(|value| ValueLocation {
+                    offset: reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
+                    length: value.len() as u32,
+                }),
+                last_modified: now,
+                expires_at,
+                properties: properties_box(properties.content_type.as_deref(), properties.metadata),
+                older: crossbeam_epoch::Atomic::null(),
+            });
+            match slot.install(head, node, &guard) {
+                Ok(installed) => {
+                    reservation.commit()?;
+                    // A container deleted before this write (earlier in the log) took it along.
+                    if incarnation.deleted_version.load(Ordering::Acquire) < version {
+                        return Err(Error::rejected(ErrorCode::ContainerNotFound));
+                    }
+                    self.maybe_prune(&slot, installed, &guard);
+                    return Ok(match change {
+                        Change::Delete => None,
+                        _ => Some(version),
+                    });
+                }
+                Err(_) => {
+                    // Someone else's write landed first: give the record up and re-check.
+                    reservation.abort();
+                }
+            }
+        }
+        Err(Error::invalid(
+            "key",
+            "gave up after too many concurrent writes to this key",
+        ))
+    }
+
+    /// Unlinks versions no snapshot can see once a chain grows past a few versions.
+    pub(crate) fn maybe_prune(
+        &self,
+        slot: &ItemSlot,
+        installed: Shared<'_, VersionNode>,
+        guard: &crossbeam_epoch::Guard,
+    ) {
+        const PRUNE_AT_CHAIN_LENGTH: usize = 4;
+        let mut current = installed;
+        for _ in 1..PRUNE_AT_CHAIN_LENGTH {
+            // SAFETY: as in `write_item`.
+            match unsafe { current.as_ref() } {
+                Some(node) => current = node.older.load(Ordering::Acquire, guard),
+                None => return,
+            }
+        }
+        if current.is_null() {
+            return;
+        }
+        let snapshots = self.snapshots.lock();
+        let oldest = self.oldest_snapshot.load(Ordering::Acquire);
+        let keep_from = oldest.min(self.version());
+        slot.prune(keep_from, guard);
+        drop(snapshots);
+    }
+}

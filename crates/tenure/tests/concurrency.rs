@@ -1,0 +1,180 @@
+//! Concurrency: compare-and-swap races, the update() retry loop, and snapshot isolation of
+//! batches (SPEC §3 step 6, §8, §9).
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+
+use common::store;
+use tenure::{Conditions, ErrorCode, ReadOptions, WriteOptions};
+
+#[test]
+fn racing_writers_with_the_same_etag_exactly_one_wins_each_round() {
+    let (store, _, _) = store();
+    let store = Arc::new(store);
+    let threads = 4;
+    for round in 0..200u32 {
+        let etag = store
+            .put("c", b"hot", &round.to_le_bytes(), &WriteOptions::default())
+            .unwrap();
+        let barrier = Arc::new(Barrier::new(threads));
+        let winners = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                let (store, barrier, winners) = (
+                    Arc::clone(&store),
+                    Arc::clone(&barrier),
+                    Arc::clone(&winners),
+                );
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let options = WriteOptions::with_conditions(Conditions::if_match(etag));
+                    match store.put("c", b"hot", &[thread as u8], &options) {
+                        Ok(_) => {
+                            winners.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(error) => assert_eq!(error.code(), ErrorCode::ConditionNotMet),
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        assert_eq!(winners.load(Ordering::SeqCst), 1, "round {round}");
+    }
+}
+
+#[test]
+fn four_threads_of_ten_thousand_update_increments_end_at_forty_thousand() {
+    let (store, _, _) = store();
+    store
+        .put(
+            "c",
+            b"counter",
+            &0u64.to_le_bytes(),
+            &WriteOptions::default(),
+        )
+        .unwrap();
+    let store = Arc::new(store);
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                for _ in 0..10_000 {
+                    store
+                        .update("c", b"counter", 10_000, |bytes| {
+                            let count = u64::from_le_bytes(bytes.try_into().unwrap());
+                            (count + 1).to_le_bytes().to_vec()
+                        })
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let value = store
+        .get("c", b"counter", &ReadOptions::default())
+        .unwrap()
+        .value
+        .unwrap();
+    assert_eq!(u64::from_le_bytes(value.try_into().unwrap()), 40_000);
+}
+
+#[test]
+fn bank_transfers_in_batches_keep_the_total_constant_in_every_snapshot() {
+    let (store, _, _) = store();
+    const ACCOUNTS: u64 = 8;
+    const INITIAL: u64 = 1000;
+    for account in 0..ACCOUNTS {
+        store
+            .put(
+                "c",
+                &account.to_be_bytes(),
+                &INITIAL.to_le_bytes(),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    let store = Arc::new(store);
+    let read_balance =
+        |item: tenure::Item| u64::from_le_bytes(item.value.unwrap().try_into().unwrap());
+    let writers: Vec<_> = (0..2u64)
+        .map(|thread| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let mut transfers = 0;
+                let mut seed = thread + 1;
+                while transfers < 1500 {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let from = (seed >> 33) % ACCOUNTS;
+                    let to = (seed >> 40) % ACCOUNTS;
+                    if from == to {
+                        continue;
+                    }
+                    let source = store
+                        .get("c", &from.to_be_bytes(), &ReadOptions::default())
+                        .unwrap();
+                    let target = store
+                        .get("c", &to.to_be_bytes(), &ReadOptions::default())
+                        .unwrap();
+                    let (source_balance, target_balance) =
+                        (read_balance(source.clone()), read_balance(target.clone()));
+                    let amount = (seed % 7).min(source_balance);
+                    let mut batch = store.batch();
+                    batch
+                        .replace(
+                            "c",
+                            &from.to_be_bytes(),
+                            &(source_balance - amount).to_le_bytes(),
+                            WriteOptions::with_conditions(Conditions::if_match(source.etag)),
+                        )
+                        .replace(
+                            "c",
+                            &to.to_be_bytes(),
+                            &(target_balance + amount).to_le_bytes(),
+                            WriteOptions::with_conditions(Conditions::if_match(target.etag)),
+                        );
+                    match batch.commit() {
+                        Ok(_) => transfers += 1,
+                        Err(error) => {
+                            assert_eq!(error.code(), ErrorCode::ConditionNotMet, "{error}")
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut snapshots_checked = 0;
+    while writers.iter().any(|writer| !writer.is_finished()) {
+        let snapshot = store.snapshot().unwrap();
+        let total: u64 = (0..ACCOUNTS)
+            .map(|account| {
+                read_balance(
+                    snapshot
+                        .get("c", &account.to_be_bytes(), &ReadOptions::default())
+                        .unwrap(),
+                )
+            })
+            .sum();
+        assert_eq!(total, ACCOUNTS * INITIAL, "a snapshot saw half a transfer");
+        let listed: u64 = snapshot
+            .list("c", b"", 100, None, true)
+            .unwrap()
+            .items
+            .into_iter()
+            .map(read_balance)
+            .sum();
+        assert_eq!(listed, ACCOUNTS * INITIAL);
+        snapshots_checked += 1;
+    }
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    assert!(snapshots_checked > 0);
+}
