@@ -10,6 +10,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -41,7 +42,11 @@ pub enum Prepared {
     /// `posix_fallocate`d, as tenure's segments are: on ext4/xfs its blocks are unwritten
     /// extents, and the first write to each one changes file-system metadata.
     Fallocated,
-    /// Every byte written (zeroes) and synced beforehand: later writes change only data.
+    /// Every byte written (zeroes) and synced beforehand, then dropped from the page cache:
+    /// later writes change only data. (Dropped because the 1 MiB writes that fill it leave
+    /// large folios in the page cache; a write fault through a mapping then dirties the whole
+    /// folio and every `fdatasync` writes all of it back — ~5× slower here, an artefact that
+    /// tenure's segments, filled record by record, do not meet.)
     Prewritten,
 }
 
@@ -155,6 +160,19 @@ fn prepare(file: &File, length: u64, prepared: Prepared) -> io::Result<()> {
                 file.write_all_at(&chunk[..size], offset)?;
                 offset += size as u64;
             }
+            file.sync_all()?;
+            // SAFETY: posix_fadvise on a descriptor we own; it returns the error number.
+            let result = unsafe {
+                libc::posix_fadvise(
+                    file.as_raw_fd(),
+                    0,
+                    length as i64,
+                    libc::POSIX_FADV_DONTNEED,
+                )
+            };
+            if result != 0 {
+                return Err(io::Error::from_raw_os_error(result));
+            }
         }
     }
     file.sync_all()
@@ -190,10 +208,29 @@ where
     })
 }
 
+/// Runs `job(thread, stop)` on `threads` threads for about `duration` of wall time: each
+/// thread is expected to loop until `stop` is set. Used to keep a companion load running for as
+/// long as a timed phase took, so two configurations meet the same disk conditions.
+pub fn run_on_threads_for<F>(threads: usize, duration: Duration, job: F)
+where
+    F: Fn(usize, &AtomicBool) + Sync,
+{
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for thread in 0..threads {
+            let stop = &stop;
+            let job = &job;
+            scope.spawn(move || job(thread, stop));
+        }
+        std::thread::sleep(duration);
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
 /// Fills a fresh store in `directory` with `records` records of `payload_bytes` each
 /// (buffered appends from one thread), then closes it.
 pub fn build_log(directory: &Path, records: u64, payload_bytes: usize) {
-    let mut log = open_log(directory, Durability::Buffered);
+    let log = open_log(directory, Durability::Buffered);
     let mut payload = vec![0u8; payload_bytes];
     for index in 0..records {
         payload[..8].copy_from_slice(&index.to_le_bytes());

@@ -24,7 +24,7 @@ use crate::log::record::HEADER_BYTES;
 use crate::options::WriteOptions;
 use crate::rules::conditions::{self, Conditions, ItemFacts, WriteKind};
 use crate::rules::ttl;
-use crate::store::{facts_of, properties_box, Store};
+use crate::store::{facts_of, properties_box, StoreShared};
 use crate::validate;
 
 /// A batch attempt that keeps meeting concurrent writers gives up after this many tries.
@@ -58,7 +58,7 @@ impl Operation {
 
 /// A batch under construction. Nothing happens until `commit`.
 pub struct Batch<'store> {
-    store: &'store Store,
+    store: &'store StoreShared,
     operations: Vec<Operation>,
 }
 
@@ -98,7 +98,7 @@ struct Touched<'g> {
     final_write: Option<usize>,
 }
 
-impl Store {
+impl StoreShared {
     pub fn batch(&self) -> Batch<'_> {
         Batch {
             store: self,

@@ -91,6 +91,47 @@ impl Catalog {
         self.by_id.pin().insert(incarnation.id, incarnation);
     }
 
+    /// Replay only: the incarnation with `id`, or a nameless placeholder when an item record
+    /// names a container whose state record comes later in the log (compaction copies a live
+    /// container's state forward, past items written after its original create).
+    pub fn by_id_or_placeholder(&self, id: u64) -> Arc<Incarnation> {
+        if let Some(incarnation) = self.by_id(id) {
+            return incarnation;
+        }
+        let placeholder = Arc::new(Incarnation {
+            id,
+            name: String::new(),
+            default_ttl_seconds: None,
+            deleted_version: AtomicU64::new(LIVE),
+            state: Mutex::new(ContainerState {
+                metadata: Vec::new(),
+                etag_version: 0,
+                last_modified: 0,
+            }),
+        });
+        self.by_id.pin().insert(id, Arc::clone(&placeholder));
+        placeholder
+    }
+
+    pub fn is_placeholder(incarnation: &Incarnation) -> bool {
+        incarnation.name.is_empty()
+    }
+
+    /// Replay only: a container state for `incarnation.id` replaces its placeholder.
+    pub fn resolve(&self, incarnation: Arc<Incarnation>) {
+        self.insert(incarnation);
+    }
+
+    /// End of replay: placeholders no state record resolved belonged to containers deleted
+    /// and compacted away; their items stay invisible and compaction drops them.
+    pub fn finish_replay(&self) {
+        for (_, incarnation) in self.by_id.pin().iter() {
+            if Catalog::is_placeholder(incarnation) {
+                incarnation.deleted_version.store(0, Ordering::Release);
+            }
+        }
+    }
+
     /// Names of the containers visible at `version`, sorted.
     pub fn names_at(&self, version: Version) -> Vec<String> {
         let by_name = self.by_name.pin();

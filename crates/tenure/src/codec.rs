@@ -9,6 +9,10 @@ pub const OP_CONTAINER_CREATE: u8 = 2;
 pub const OP_CONTAINER_DELETE: u8 = 3;
 pub const OP_CONTAINER_SET_METADATA: u8 = 4;
 pub const OP_BATCH: u8 = 5;
+/// Items compaction copied forward, each with the version it was written at (its ETag).
+pub const OP_RELOCATED_ITEMS: u8 = 6;
+/// A live container's whole state, copied forward by compaction.
+pub const OP_CONTAINER_STATE: u8 = 7;
 
 pub type Metadata = Vec<(String, String)>;
 
@@ -99,6 +103,36 @@ pub fn encode_container_create(
     out.extend_from_slice(name.as_bytes());
     put_u32(&mut out, default_ttl_seconds.unwrap_or(0));
     put_u64(&mut out, created_at);
+    put_metadata(&mut out, metadata);
+    out
+}
+
+/// Appends one relocated item (its original version, then the item write).
+pub fn encode_relocated_item(
+    out: &mut Vec<u8>,
+    original_version: u64,
+    write: &ItemWrite<'_>,
+) -> usize {
+    put_u64(out, original_version);
+    encode_item_write(out, write)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn encode_container_state(
+    id: u64,
+    name: &str,
+    default_ttl_seconds: Option<u32>,
+    etag_version: u64,
+    last_modified: Timestamp,
+    metadata: &[(String, String)],
+) -> Vec<u8> {
+    let mut out = vec![OP_CONTAINER_STATE];
+    put_u64(&mut out, id);
+    put_u32(&mut out, name.len() as u32);
+    out.extend_from_slice(name.as_bytes());
+    put_u32(&mut out, default_ttl_seconds.unwrap_or(0));
+    put_u64(&mut out, etag_version);
+    put_u64(&mut out, last_modified);
     put_metadata(&mut out, metadata);
     out
 }
@@ -217,6 +251,16 @@ pub struct DecodedItem<'a> {
 
 pub enum DecodedRecord<'a> {
     Items(Vec<DecodedItem<'a>>),
+    /// (original version, item) pairs.
+    RelocatedItems(Vec<(u64, DecodedItem<'a>)>),
+    ContainerState {
+        id: u64,
+        name: &'a str,
+        default_ttl_seconds: Option<u32>,
+        etag_version: u64,
+        last_modified: Timestamp,
+        metadata: Metadata,
+    },
     ContainerCreate {
         name: &'a str,
         default_ttl_seconds: Option<u32>,
@@ -250,6 +294,34 @@ pub fn decode(payload: &[u8]) -> Decoded<DecodedRecord<'_>> {
                 items.push(decode_item(&mut reader)?);
             }
             DecodedRecord::Items(items)
+        }
+        OP_RELOCATED_ITEMS => {
+            let count = reader.u32()? as usize;
+            if count > payload.len() {
+                return Err("implausible relocation count");
+            }
+            let mut items = Vec::with_capacity(count);
+            for _ in 0..count {
+                let original_version = reader.u64()?;
+                items.push((original_version, decode_item(&mut reader)?));
+            }
+            DecodedRecord::RelocatedItems(items)
+        }
+        OP_CONTAINER_STATE => {
+            let id = reader.u64()?;
+            let name_length = reader.u32()? as usize;
+            let name = reader.text(name_length)?;
+            let default_ttl_seconds = Some(reader.u32()?).filter(|&seconds| seconds != 0);
+            let etag_version = reader.u64()?;
+            let last_modified = reader.u64()?;
+            DecodedRecord::ContainerState {
+                id,
+                name,
+                default_ttl_seconds,
+                etag_version,
+                last_modified,
+                metadata: reader.metadata()?,
+            }
         }
         OP_CONTAINER_CREATE => {
             let name_length = reader.u32()? as usize;

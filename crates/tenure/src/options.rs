@@ -41,6 +41,11 @@ pub struct StoreOptions {
     pub segment_size_bytes: u64,
     pub limits: Limits,
     pub clock: Arc<dyn Clock>,
+    /// How often a background thread looks for sealed segments to compact; `None` leaves
+    /// compaction to explicit `compact()` calls.
+    pub background_compaction_interval: Option<std::time::Duration>,
+    /// The background thread compacts once at least this many segments are sealed.
+    pub background_compaction_sealed_segments: usize,
 }
 
 impl Default for StoreOptions {
@@ -50,6 +55,8 @@ impl Default for StoreOptions {
             segment_size_bytes: 64 << 20,
             limits: Limits::default(),
             clock: Arc::new(SystemClock::new()),
+            background_compaction_interval: Some(std::time::Duration::from_secs(1)),
+            background_compaction_sealed_segments: 4,
         }
     }
 }

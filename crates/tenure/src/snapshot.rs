@@ -7,16 +7,16 @@ use crate::clock::Timestamp;
 use crate::error::Result;
 use crate::etag::Version;
 use crate::options::{Item, Page, ReadOptions};
-use crate::store::Store;
+use crate::store::StoreShared;
 
 /// A repeatable view of the store. Reads from any thread; dropping it releases old versions.
 pub struct Snapshot<'store> {
-    store: &'store Store,
+    store: &'store StoreShared,
     version: Version,
     now: Timestamp,
 }
 
-impl Store {
+impl StoreShared {
     pub fn snapshot(&self) -> Result<Snapshot<'_>> {
         self.check_open()?;
         // Registered under the lock that prunes take, so no prune drops what this pins.

@@ -23,8 +23,16 @@ use crate::rules::conditions::{self, Conditions, ItemFacts};
 use crate::storage::{FileStorage, Storage};
 use crate::validate;
 
-/// An open store. Share it between threads by reference or in an `Arc`.
+/// An open store. Share it between threads by reference or in an `Arc`. Every operation is a
+/// method of [`StoreShared`], reached through `Deref`.
 pub struct Store {
+    shared: Arc<StoreShared>,
+    background: Option<crate::compaction::BackgroundCompaction>,
+}
+
+/// The engine state behind a [`Store`]: the log, the index, the catalog. Its methods are the
+/// store's operations; it is not constructed directly.
+pub struct StoreShared {
     pub(crate) log: Log,
     pub(crate) index: Index,
     pub(crate) catalog: Catalog,
@@ -34,7 +42,17 @@ pub struct Store {
     /// and pruning take this lock, so a prune never drops a version a new snapshot pins.
     pub(crate) snapshots: Mutex<BTreeMap<Version, usize>>,
     pub(crate) oldest_snapshot: AtomicU64,
+    /// One compaction at a time.
+    pub(crate) compaction: Mutex<()>,
     closed: AtomicBool,
+}
+
+impl std::ops::Deref for Store {
+    type Target = StoreShared;
+
+    fn deref(&self) -> &StoreShared {
+        &self.shared
+    }
 }
 
 impl Store {
@@ -64,7 +82,9 @@ impl Store {
             };
             Log::open(storage, &log_options, &mut replay)?
         };
-        Ok(Store {
+        catalog.finish_replay();
+        let background_interval = options.background_compaction_interval;
+        let shared = Arc::new(StoreShared {
             log,
             index,
             catalog,
@@ -72,21 +92,60 @@ impl Store {
             limits: options.limits,
             snapshots: Mutex::new(BTreeMap::new()),
             oldest_snapshot: AtomicU64::new(u64::MAX),
+            compaction: Mutex::new(()),
             closed: AtomicBool::new(false),
-        })
+        });
+        let background = background_interval
+            .map(|interval| {
+                crate::compaction::BackgroundCompaction::start(
+                    Arc::downgrade(&shared),
+                    interval,
+                    options.background_compaction_sealed_segments,
+                )
+            })
+            .transpose()?;
+        Ok(Store { shared, background })
     }
 
-    /// Flushes and closes. Later calls fail with `Closed`.
+    /// Flushes and closes. Later calls (through other references) fail with `Closed`.
     pub fn close(mut self) -> Result<()> {
-        self.closed.store(true, Ordering::Release);
-        self.log.close()
+        self.shutdown()
     }
 
+    fn shutdown(&mut self) -> Result<()> {
+        if let Some(background) = self.background.take() {
+            background.stop();
+        }
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.shared.log.close()
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+impl StoreShared {
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    /// Makes every acknowledged write durable (in `buffered` mode; `sync` writes already are).
+    pub fn flush(&self) -> Result<()> {
+        self.check_open()?;
+        self.log.flush()
+    }
+
+    /// Bytes the log's segment files take on disk.
+    pub fn log_bytes(&self) -> u64 {
+        self.log.allocated_bytes()
     }
 
     /// The latest committed version.
@@ -287,6 +346,13 @@ impl Store {
             .visible(container, version)
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
         let guard = crossbeam_epoch::pin();
+        // A plain read re-reads the version once pinned: a segment removed before the pin was
+        // compacted at a version no newer than this one, so nothing found points into it.
+        let version = if repeatable {
+            version
+        } else {
+            version.max(self.version())
+        };
         let key_bytes = index_key(incarnation.id, key);
         self.index.with_slot(&key_bytes, |slot| {
             let node = slot
@@ -433,6 +499,11 @@ impl Store {
             None => full_prefix.clone(),
         };
         let guard = crossbeam_epoch::pin();
+        let version = if repeatable {
+            version
+        } else {
+            version.max(self.version())
+        };
         let mut items = Vec::new();
         let mut continuation = None;
         // Bounded look-ahead for "is there another item?" past a full page.
@@ -540,35 +611,48 @@ fn replay_record(
     let record = codec::decode(payload).map_err(corrupt)?;
     match record {
         DecodedRecord::Items(items) => {
-            let guard = crossbeam_epoch::pin();
             for item in items {
-                let Some(incarnation) = catalog.by_id(item.write.container_id) else {
-                    continue;
-                };
-                if !incarnation.is_live() {
-                    continue;
-                }
-                let slot = index.get_or_insert(&index_key(incarnation.id, item.write.key));
-                let node = crossbeam_epoch::Owned::new(VersionNode {
-                    version,
-                    status: COMMITTED.into(),
-                    value: item.write.value.map(|value| ValueLocation {
-                        offset: location + HEADER_BYTES as u64 + item.value_offset as u64,
-                        length: value.len() as u32,
-                    }),
-                    last_modified: item.write.last_modified,
-                    expires_at: item.write.expires_at,
-                    properties: properties_box(item.write.content_type, item.metadata),
-                    older: crossbeam_epoch::Atomic::null(),
-                });
-                let head = slot.head.load(Ordering::Acquire, &guard);
-                if slot.install(head, node, &guard).is_err() {
-                    return Err(corrupt("concurrent replay"));
-                }
-                // Nothing can see older versions at open.
-                slot.prune(version, &guard);
+                replay_item(index, catalog, version, location, &item, false);
             }
         }
+        DecodedRecord::RelocatedItems(items) => {
+            for (original_version, item) in items {
+                replay_item(index, catalog, original_version, location, &item, true);
+            }
+        }
+        DecodedRecord::ContainerState {
+            id,
+            name,
+            default_ttl_seconds,
+            etag_version,
+            last_modified,
+            metadata,
+        } => match catalog
+            .by_id(id)
+            .filter(|incarnation| !Catalog::is_placeholder(incarnation))
+        {
+            Some(incarnation) => {
+                let mut state = incarnation.state.lock();
+                if etag_version >= state.etag_version {
+                    *state = ContainerState {
+                        metadata,
+                        etag_version,
+                        last_modified,
+                    };
+                }
+            }
+            None => catalog.resolve(Arc::new(Incarnation {
+                id,
+                name: name.to_owned(),
+                default_ttl_seconds,
+                deleted_version: AtomicU64::new(LIVE),
+                state: Mutex::new(ContainerState {
+                    metadata,
+                    etag_version,
+                    last_modified,
+                }),
+            })),
+        },
         DecodedRecord::ContainerCreate {
             name,
             default_ttl_seconds,
@@ -578,7 +662,7 @@ fn replay_record(
             if catalog.live(name).is_some() {
                 return Err(corrupt("container created twice"));
             }
-            catalog.insert(Arc::new(Incarnation {
+            catalog.resolve(Arc::new(Incarnation {
                 id: version,
                 name: name.to_owned(),
                 default_ttl_seconds,
@@ -611,6 +695,46 @@ fn replay_record(
         }
     }
     Ok(())
+}
+
+/// Installs one recovered item version. A relocated copy (`relocated`) applies only if nothing
+/// newer for its key was replayed before it: compaction may have copied it forward while a
+/// newer write raced it into the log.
+fn replay_item(
+    index: &Index,
+    catalog: &Catalog,
+    version: Version,
+    location: u64,
+    item: &codec::DecodedItem<'_>,
+    relocated: bool,
+) {
+    let incarnation = catalog.by_id_or_placeholder(item.write.container_id);
+    if !incarnation.is_live() {
+        return;
+    }
+    let guard = crossbeam_epoch::pin();
+    let slot = index.get_or_insert(&index_key(incarnation.id, item.write.key));
+    let head = slot.head.load(Ordering::Acquire, &guard);
+    // SAFETY: single-threaded replay; nodes are freed only through the epoch.
+    if relocated && unsafe { head.as_ref() }.is_some_and(|node| node.version > version) {
+        return;
+    }
+    let node = crossbeam_epoch::Owned::new(VersionNode {
+        version,
+        status: COMMITTED.into(),
+        value: item.write.value.map(|value| ValueLocation {
+            offset: location + HEADER_BYTES as u64 + item.value_offset as u64,
+            length: value.len() as u32,
+        }),
+        last_modified: item.write.last_modified,
+        expires_at: item.write.expires_at,
+        properties: properties_box(item.write.content_type, item.metadata.clone()),
+        older: crossbeam_epoch::Atomic::null(),
+    });
+    if slot.install(head, node, &guard).is_ok() {
+        // Nothing can see older versions at open.
+        slot.prune(version, &guard);
+    }
 }
 
 pub(crate) fn properties_box(

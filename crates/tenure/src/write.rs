@@ -14,7 +14,7 @@ use crate::log::record::HEADER_BYTES;
 use crate::options::{Item, ReadOptions, WriteOptions};
 use crate::rules::conditions::{self, Conditions, WriteKind};
 use crate::rules::ttl;
-use crate::store::{facts_of, properties_box, Store};
+use crate::store::{facts_of, properties_box, StoreShared};
 use crate::validate;
 
 /// A writer that keeps losing the compare-and-swap to other writers gives up after this many
@@ -30,7 +30,7 @@ pub(crate) enum Change<'a> {
     Properties,
 }
 
-impl Store {
+impl StoreShared {
     /// Writes the item, creating or replacing it (last writer wins unless conditions say
     /// otherwise). Returns the new ETag.
     pub fn put(

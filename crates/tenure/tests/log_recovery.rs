@@ -222,7 +222,7 @@ fn power_loss_while_threads_append_keeps_every_acknowledged_record() {
 /// A store with `count` records, closed cleanly (everything below the watermark).
 fn closed_store(count: u64) -> (SimStorage, Vec<(u64, Vec<u8>)>) {
     let disk = SimStorage::new();
-    let (mut log, _) = open(Arc::new(disk.clone()), &options(Durability::Sync)).unwrap();
+    let (log, _) = open(Arc::new(disk.clone()), &options(Durability::Sync)).unwrap();
     let written = (0..count)
         .map(|index| {
             let bytes = payload::make(9, index, 100);

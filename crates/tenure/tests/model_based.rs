@@ -1,4 +1,4 @@
-//! Model-based test: random sequences of item and container operations, with Reopen and Crash
+//! Model-based test: random sequences of item and container operations, with Compact, Reopen and Crash
 //! steps through the simulated disk, checked after every step against the reference model in
 //! tenure-testkit. Replay a failing sequence with TENURE_SEED=<seed> TENURE_SEQUENCES=1.
 
@@ -14,13 +14,16 @@ use tenure_testkit::model::Model;
 use tenure_testkit::{CrashPolicy, SimStorage};
 
 const CONTAINERS: [&str; 2] = ["a", "b"];
+/// Segments compaction removed over the whole run: the run must exercise it.
+static SEGMENTS_REMOVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 const KEYS: [&[u8]; 6] = [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5"];
 
 fn store_options(clock: &ManualClock) -> StoreOptions {
     StoreOptions {
         durability: Durability::Sync,
-        segment_size_bytes: 16 << 10,
+        segment_size_bytes: 8 << 10,
         clock: Arc::new(clock.clone()),
+        background_compaction_interval: None,
         ..StoreOptions::default()
     }
 }
@@ -70,11 +73,17 @@ fn run_sequence(seed: u64) {
     let mut store =
         Store::open_with_storage(Arc::new(disk.clone()), store_options(&clock)).unwrap();
     let mut model = Model::default();
-    let steps = rng.gen_range(5..40);
+    let steps = rng.gen_range(5..60);
     for step in 0..steps {
         let container = CONTAINERS[rng.gen_range(0..CONTAINERS.len())];
         let key = KEYS[rng.gen_range(0..KEYS.len())];
-        let value: Vec<u8> = (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect();
+        // Mostly small values, some large enough to fill segments so compaction has work.
+        let length = if rng.gen_range(0..4) == 0 {
+            rng.gen_range(1000..6000)
+        } else {
+            rng.gen_range(0..40)
+        };
+        let value: Vec<u8> = (0..length).map(|_| rng.gen()).collect();
         match rng.gen_range(0..100) {
             0..=7 => {
                 let result = store.create_container(container, &ContainerOptions::default());
@@ -163,7 +172,16 @@ fn run_sequence(seed: u64) {
                     model.apply_delete(container, third);
                 }
             }
-            82..=90 => {
+            82..=87 => {
+                let report = store
+                    .compact()
+                    .unwrap_or_else(|error| panic!("seed {seed} step {step}: compact: {error}"));
+                SEGMENTS_REMOVED.fetch_add(
+                    report.segments_removed,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+            }
+            88..=92 => {
                 store.close().unwrap();
                 store = Store::open_with_storage(Arc::new(disk.clone()), store_options(&clock))
                     .unwrap();
@@ -202,5 +220,13 @@ fn random_sequences_match_the_reference_model_across_reopens_and_crashes() {
         if std::panic::catch_unwind(|| run_sequence(seed)).is_err() {
             panic!("sequence failed; replay with TENURE_SEED={seed} TENURE_SEQUENCES=1");
         }
+    }
+    let removed = SEGMENTS_REMOVED.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!("{count} sequences; compaction removed {removed} segments");
+    if count >= 100 {
+        assert!(
+            removed > 0,
+            "compaction never removed a segment: the sequences do not exercise it"
+        );
     }
 }

@@ -119,7 +119,7 @@ pub(crate) struct LogShared {
 /// The log of one store.
 pub struct Log {
     shared: Arc<LogShared>,
-    flusher: Option<JoinHandle<()>>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// Space and a version reserved for one record. Write the payload, then `commit` it; dropping
@@ -156,7 +156,10 @@ impl Log {
                 )
             }
         };
-        Ok(Log { shared, flusher })
+        Ok(Log {
+            shared,
+            flusher: Mutex::new(flusher),
+        })
     }
 
     pub fn reserve(&self, payload_length: usize) -> Result<Reservation<'_>> {
@@ -206,6 +209,110 @@ impl Log {
         Ok(&bytes[..length])
     }
 
+    /// The segments whose every byte is durable and below the tail's segment, oldest first:
+    /// what compaction may rewrite. Each entry is (first slot, bytes).
+    pub fn sealed_segments(&self) -> Vec<(u64, u64)> {
+        let shared = &self.shared;
+        let durable_offset = shared.flush.lock().durable.1;
+        let tail = unpack(shared.reservation.load(Ordering::Acquire)).1;
+        shared
+            .segments
+            .all()
+            .into_iter()
+            .filter(|segment| {
+                let end = (segment.first_slot + segment.slot_count) * shared.slot_size;
+                end <= durable_offset && end <= tail - tail % shared.slot_size
+            })
+            .map(|segment| (segment.first_slot, segment.length()))
+            .collect()
+    }
+
+    /// Calls `visit(version, location, payload)` for every data record of a sealed segment.
+    pub fn scan_segment(
+        &self,
+        first_slot: u64,
+        visit: &mut dyn FnMut(Version, u64, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let shared = &self.shared;
+        let segment = shared.segments.get_owned(first_slot).ok_or_else(|| {
+            Error::corruption(
+                shared.storage.path(),
+                first_slot * shared.slot_size,
+                "no such segment",
+            )
+        })?;
+        let start = segment.first_slot * shared.slot_size;
+        let mut local = 0u64;
+        while segment.length() - local >= HEADER_BYTES as u64 {
+            // SAFETY: the segment is sealed: every byte is part of a complete record or unused.
+            let bytes = unsafe { segment.bytes_from(local) };
+            let (header, payload) = record::decode(bytes).map_err(|reason| {
+                Error::corruption(shared.storage.path().join(&segment.name), local, reason)
+            })?;
+            match header.kind {
+                RecordKind::SegmentEnd => break,
+                RecordKind::Abort => {}
+                RecordKind::Data => visit(header.version, start + local, payload)?,
+            }
+            local += record::record_size(header.payload_length as u64);
+        }
+        Ok(())
+    }
+
+    /// Drops the oldest segment from the log: the superblock's first slot moves past it
+    /// (synced), then the file goes once no reader can still hold a reference into it.
+    /// The caller has made everything still needed from it durable elsewhere.
+    pub fn remove_oldest_segment(&self, first_slot: u64) -> Result<()> {
+        let shared = &self.shared;
+        let all = shared.segments.all();
+        let oldest = all
+            .first()
+            .ok_or_else(|| Error::invalid("segment", "the log has no segments"))?;
+        if oldest.first_slot != first_slot || all.len() < 2 {
+            return Err(Error::invalid(
+                "segment",
+                "only the oldest of several segments can be removed",
+            ));
+        }
+        let next_slot = oldest.first_slot + oldest.slot_count;
+        {
+            let mut state = shared.superblock.lock();
+            state.current.first_slot = next_slot;
+            state.current.sequence += 1;
+            sync_superblock_copy(
+                shared.storage.as_ref(),
+                shared.superblock_file.as_ref(),
+                &mut state,
+            )?;
+        }
+        let removed = {
+            let _creating = shared.segment_creation.lock();
+            shared.segments.remove(first_slot)
+        };
+        let storage = Arc::clone(&shared.storage);
+        let guard = crossbeam_epoch::pin();
+        // Readers that found a value in this segment hold a guard; the file goes after them.
+        guard.defer(move || {
+            if let Some(segment) = removed {
+                let name = segment.name.clone();
+                drop(segment);
+                let _ = storage.remove(&name);
+            }
+        });
+        guard.flush();
+        Ok(())
+    }
+
+    /// Bytes of segment files (allocated log space).
+    pub fn allocated_bytes(&self) -> u64 {
+        self.shared
+            .segments
+            .all()
+            .iter()
+            .map(|segment| segment.length())
+            .sum()
+    }
+
     /// Syncs everything complete and returns once it is durable.
     pub fn flush(&self) -> Result<()> {
         let (version, _) = unpack(self.shared.completed.load(Ordering::Acquire));
@@ -213,7 +320,7 @@ impl Log {
     }
 
     /// Flushes, records the durable watermark and syncs the superblock.
-    pub fn close(&mut self) -> Result<()> {
+    pub fn close(&self) -> Result<()> {
         if self.shared.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -227,8 +334,8 @@ impl Log {
         self.shared.wait_durable(version)
     }
 
-    fn stop_flusher(&mut self) {
-        if let Some(flusher) = self.flusher.take() {
+    fn stop_flusher(&self) {
+        if let Some(flusher) = self.flusher.lock().take() {
             self.shared.flush.lock().shutdown = true;
             self.shared.flush_done.notify_all();
             let _ = flusher.join();

@@ -236,9 +236,13 @@ pub(super) fn open(
         }
         drop(table);
         for name in &stale {
-            storage
-                .remove(name)
-                .map_err(|error| Error::io(directory.join(name), "remove", error))?;
+            match storage.remove(name) {
+                // A compaction's deferred removal (slots are never reused) may have won.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                result => {
+                    result.map_err(|error| Error::io(directory.join(name), "remove", error))?
+                }
+            }
         }
         kept
     };

@@ -122,6 +122,29 @@ impl SegmentTable {
         unsafe { guard.defer_destroy(previous) };
     }
 
+    /// Takes the segment that starts at `first_slot` out of the table. Callers serialise
+    /// changes (compaction runs one at a time) and defer dropping the returned segment until
+    /// no guard can still see it.
+    pub fn remove(&self, first_slot: u64) -> Option<Arc<Segment>> {
+        let guard = epoch::pin();
+        let ordering = std::sync::atomic::Ordering::Acquire;
+        // SAFETY: as in `get`.
+        let old = unsafe { self.current.load(ordering, &guard).deref() };
+        let segment = old.get(first_slot as usize)?.clone()?;
+        let mut table = old.clone();
+        for slot in segment.first_slot..segment.first_slot + segment.slot_count {
+            table[slot as usize] = None;
+        }
+        let previous = self.current.swap(
+            Owned::new(table),
+            std::sync::atomic::Ordering::AcqRel,
+            &guard,
+        );
+        // SAFETY: as in `insert`.
+        unsafe { guard.defer_destroy(previous) };
+        Some(segment)
+    }
+
     /// Every distinct segment, in slot order.
     pub fn all(&self) -> Vec<Arc<Segment>> {
         let guard = epoch::pin();

@@ -13,6 +13,8 @@ pub fn options(clock: &ManualClock) -> StoreOptions {
         durability: Durability::Buffered,
         segment_size_bytes: 1 << 20,
         clock: Arc::new(clock.clone()),
+        // Tests compact explicitly; `compaction::background_compaction_…` covers the thread.
+        background_compaction_interval: None,
         ..StoreOptions::default()
     }
 }

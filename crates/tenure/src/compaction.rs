@@ -1,0 +1,314 @@
+//! Compaction (docs/design.md §5): the oldest sealed segment is rewritten — live item versions
+//! and live containers' state are copied forward to the tail, keeping their versions and so
+//! their ETags — and then removed. Because only the oldest segment is ever removed, the log
+//! stays contiguous, and whatever is dead in it (superseded versions, tombstones, expired
+//! items, items and records of deleted containers) can simply be dropped: nothing older lies
+//! behind it that a dropped tombstone could let come back.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crossbeam_epoch::Owned;
+
+use crate::catalog::Catalog;
+use crate::codec::{self, DecodedItem, DecodedRecord, ItemWrite};
+use crate::error::Result;
+use crate::etag::Version;
+use crate::index::{index_key, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED};
+use crate::log::record::HEADER_BYTES;
+use crate::store::{properties_box, StoreShared};
+
+/// Relocated items are grouped into records of about this many bytes.
+const RELOCATION_RECORD_BYTES: usize = 1 << 20;
+
+/// What one `compact` call did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactionReport {
+    pub segments_removed: usize,
+    pub bytes_removed: u64,
+    pub items_relocated: u64,
+    pub containers_relocated: u64,
+    /// A snapshot older than the compaction is open: segments were rewritten but not yet
+    /// removed (a later `compact` removes them).
+    pub deferred_by_snapshot: bool,
+}
+
+/// One live item version to copy forward.
+struct Relocation {
+    slot: Arc<ItemSlot>,
+    version: Version,
+    key: Vec<u8>,
+    container_id: u64,
+    value: Vec<u8>,
+    last_modified: u64,
+    expires_at: Option<u64>,
+    properties: Properties,
+}
+
+impl StoreShared {
+    /// Rewrites and removes every sealed segment, oldest first. Readers and writers keep
+    /// going; a writer racing a relocation at most retries its compare-and-swap once.
+    pub fn compact(&self) -> Result<CompactionReport> {
+        self.check_open()?;
+        let _one_at_a_time = self.compaction.lock();
+        let mut report = CompactionReport::default();
+        // Only durable segments are sealed; in buffered mode that needs a flush.
+        self.log.flush()?;
+        let sealed = self.log.sealed_segments();
+        // Sealed segments lie below the tail's segment, which always remains.
+        for (first_slot, bytes) in &sealed {
+            self.relocate_live(*first_slot, &mut report)?;
+            self.log.flush()?;
+            let settled_version = self.version();
+            if self.oldest_snapshot.load(Ordering::Acquire) < settled_version {
+                report.deferred_by_snapshot = true;
+                break;
+            }
+            self.log.remove_oldest_segment(*first_slot)?;
+            report.segments_removed += 1;
+            report.bytes_removed += bytes;
+        }
+        Ok(report)
+    }
+
+    fn relocate_live(&self, first_slot: u64, report: &mut CompactionReport) -> Result<()> {
+        // Container states are copied first, so relocated items always find their container;
+        // the catalog lock keeps container writes from racing the copy.
+        let _container_changes = self.catalog.changes.lock();
+        let mut live_containers = BTreeSet::new();
+        let mut relocations = Vec::new();
+        let guard = crossbeam_epoch::pin();
+        let now = self.now();
+        let visible = self.version();
+        self.log
+            .scan_segment(first_slot, &mut |version, location, payload| {
+                let record = codec::decode(payload)
+                    .map_err(|reason| crate::error::Error::corruption("log", location, reason))?;
+                let mut consider = |original_version: Version, item: &DecodedItem<'_>| {
+                    if let Some(relocation) =
+                        self.live_version(original_version, location, item, visible, now, &guard)
+                    {
+                        relocations.push(relocation);
+                    }
+                };
+                match record {
+                    DecodedRecord::Items(items) => {
+                        items.iter().for_each(|item| consider(version, item))
+                    }
+                    DecodedRecord::RelocatedItems(items) => items
+                        .iter()
+                        .for_each(|(original, item)| consider(*original, item)),
+                    DecodedRecord::ContainerCreate { .. } => {
+                        live_containers.insert(version);
+                    }
+                    DecodedRecord::ContainerState { id, .. } => {
+                        live_containers.insert(id);
+                    }
+                    DecodedRecord::ContainerSetMetadata { container_id, .. } => {
+                        live_containers.insert(container_id);
+                    }
+                    DecodedRecord::ContainerDelete { .. } => {}
+                }
+                Ok(())
+            })?;
+        for id in live_containers {
+            let Some(incarnation) = self.catalog.by_id(id).filter(|incarnation| {
+                incarnation.is_live() && !Catalog::is_placeholder(incarnation)
+            }) else {
+                continue;
+            };
+            let state = incarnation.state.lock().clone();
+            let payload = codec::encode_container_state(
+                incarnation.id,
+                &incarnation.name,
+                incarnation.default_ttl_seconds,
+                state.etag_version,
+                state.last_modified,
+                &state.metadata,
+            );
+            let mut reservation = self.log.reserve(payload.len())?;
+            reservation.payload_mut().copy_from_slice(&payload);
+            reservation.commit_nowait();
+            report.containers_relocated += 1;
+        }
+        for group in group_by_size(relocations) {
+            report.items_relocated += self.write_relocations(group)?;
+        }
+        Ok(())
+    }
+
+    /// The version described by `item` if it is what readers see now and is live.
+    fn live_version(
+        &self,
+        version: Version,
+        location: u64,
+        item: &DecodedItem<'_>,
+        visible: Version,
+        now: u64,
+        guard: &crossbeam_epoch::Guard,
+    ) -> Option<Relocation> {
+        let incarnation = self.catalog.by_id(item.write.container_id)?;
+        if !incarnation.is_live() {
+            return None;
+        }
+        let slot = self.index.get(&index_key(incarnation.id, item.write.key))?;
+        let current = slot.visible(visible, guard)?;
+        let value_offset = location + HEADER_BYTES as u64 + item.value_offset as u64;
+        let here = current.version == version
+            && current
+                .value
+                .is_some_and(|value| value.offset == value_offset);
+        if !here || !current.is_live_at(now) {
+            return None;
+        }
+        let value = item.write.value?.to_vec();
+        Some(Relocation {
+            slot,
+            version,
+            key: item.write.key.to_vec(),
+            container_id: incarnation.id,
+            value,
+            last_modified: current.last_modified,
+            expires_at: current.expires_at,
+            properties: current.properties.as_deref().cloned().unwrap_or_default(),
+        })
+    }
+
+    /// Writes one relocation record and swaps each still-current version for its copy.
+    fn write_relocations(&self, group: Vec<Relocation>) -> Result<u64> {
+        let mut payload = vec![codec::OP_RELOCATED_ITEMS];
+        payload.extend_from_slice(&(group.len() as u32).to_le_bytes());
+        let mut value_offsets = Vec::with_capacity(group.len());
+        for relocation in &group {
+            let write = ItemWrite {
+                container_id: relocation.container_id,
+                key: &relocation.key,
+                value: Some(&relocation.value),
+                last_modified: relocation.last_modified,
+                expires_at: relocation.expires_at,
+                content_type: relocation.properties.content_type.as_deref(),
+                metadata: &relocation.properties.metadata,
+            };
+            value_offsets.push(codec::encode_relocated_item(
+                &mut payload,
+                relocation.version,
+                &write,
+            ));
+        }
+        let mut reservation = self.log.reserve(payload.len())?;
+        reservation.payload_mut().copy_from_slice(&payload);
+        let record_start = reservation.location() + HEADER_BYTES as u64;
+        // Sealed before any node points at it: relocated versions are already visible.
+        let log_version = reservation.commit_nowait();
+        self.log.wait(log_version)?;
+        let guard = crossbeam_epoch::pin();
+        let mut relocated = 0;
+        for (relocation, value_offset) in group.into_iter().zip(value_offsets) {
+            let head = relocation.slot.settled_head(&guard);
+            // SAFETY: nodes reachable from a slot are freed only through the epoch.
+            let Some(current) = (unsafe { head.as_ref() }) else {
+                continue;
+            };
+            if current.version != relocation.version
+                || current.status.load(Ordering::Acquire) != COMMITTED
+            {
+                // Overwritten meanwhile: the copy is dead (replay skips it, being older).
+                continue;
+            }
+            let copy = Owned::new(VersionNode {
+                version: relocation.version,
+                status: COMMITTED.into(),
+                value: Some(ValueLocation {
+                    offset: record_start + value_offset as u64,
+                    length: relocation.value.len() as u32,
+                }),
+                last_modified: relocation.last_modified,
+                expires_at: relocation.expires_at,
+                properties: properties_box(
+                    relocation.properties.content_type.as_deref(),
+                    relocation.properties.metadata,
+                ),
+                older: crossbeam_epoch::Atomic::null(),
+            });
+            let older = current.older.load(Ordering::Acquire, &guard);
+            copy.older.store(older, Ordering::Relaxed);
+            if relocation
+                .slot
+                .head
+                .compare_exchange(head, copy, Ordering::AcqRel, Ordering::Acquire, &guard)
+                .is_ok()
+            {
+                // SAFETY: unlinked by the exchange; readers holding it are protected.
+                unsafe { guard.defer_destroy(head) };
+                relocated += 1;
+            }
+        }
+        Ok(relocated)
+    }
+}
+
+/// The background compactor: a thread that wakes every `interval` and compacts once enough
+/// segments are sealed. It holds only a weak reference, so it never keeps a store alive.
+pub(crate) struct BackgroundCompaction {
+    stop: Arc<(parking_lot::Mutex<bool>, parking_lot::Condvar)>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl BackgroundCompaction {
+    pub(crate) fn start(
+        store: std::sync::Weak<StoreShared>,
+        interval: std::time::Duration,
+        sealed_segments_threshold: usize,
+    ) -> Result<BackgroundCompaction> {
+        let stop = Arc::new((parking_lot::Mutex::new(false), parking_lot::Condvar::new()));
+        let thread_stop = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("tenure-compactor".into())
+            .spawn(move || loop {
+                {
+                    let mut stopped = thread_stop.0.lock();
+                    if !*stopped {
+                        thread_stop.1.wait_for(&mut stopped, interval);
+                    }
+                    if *stopped {
+                        return;
+                    }
+                }
+                let Some(store) = store.upgrade() else { return };
+                if store.log.sealed_segments().len() >= sealed_segments_threshold.max(1) {
+                    // A failure here (a poisoned log, a closed store) surfaces to the next
+                    // caller of the store itself; the compactor just stops.
+                    if store.compact().is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|error| crate::error::Error::io("tenure-compactor", "spawn thread", error))?;
+        Ok(BackgroundCompaction { stop, thread })
+    }
+
+    pub(crate) fn stop(self) {
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
+        let _ = self.thread.join();
+    }
+}
+
+fn group_by_size(relocations: Vec<Relocation>) -> Vec<Vec<Relocation>> {
+    let mut groups = Vec::new();
+    let mut current = Vec::new();
+    let mut bytes = 0usize;
+    for relocation in relocations {
+        bytes += relocation.key.len() + relocation.value.len() + 64;
+        current.push(relocation);
+        if bytes >= RELOCATION_RECORD_BYTES {
+            groups.push(std::mem::take(&mut current));
+            bytes = 0;
+        }
+    }
+    if !current.is_empty() {
+        groups.push(current);
+    }
+    groups
+}

@@ -1,0 +1,375 @@
+//! Compaction: space comes back, nothing live changes (values, ETags, properties, TTLs),
+//! across reopen and crash, with snapshots and concurrent writers.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{options, START_MICROS};
+use tenure::{
+    Conditions, ContainerOptions, Durability, ErrorCode, ManualClock, ReadOptions, Store,
+    StoreOptions, Ttl, WriteOptions,
+};
+use tenure_testkit::{CrashPolicy, SimStorage};
+
+fn small_segments(clock: &ManualClock) -> StoreOptions {
+    StoreOptions {
+        segment_size_bytes: 64 << 10,
+        ..options(clock)
+    }
+}
+
+fn value(key: u32, round: u32) -> Vec<u8> {
+    format!("value of {key} in round {round}")
+        .repeat(5)
+        .into_bytes()
+}
+
+#[test]
+fn churn_then_compact_returns_space_and_keeps_every_live_item_with_its_etag() {
+    let clock = ManualClock::new(START_MICROS);
+    let disk = SimStorage::new();
+    let store = Store::open_with_storage(Arc::new(disk.clone()), small_segments(&clock)).unwrap();
+    store
+        .create_container(
+            "c",
+            &ContainerOptions {
+                metadata: vec![("k".into(), "v".into())],
+                default_ttl_seconds: None,
+            },
+        )
+        .unwrap();
+    let keys = 2000u32;
+    for round in 0..3 {
+        for key in 0..keys {
+            store
+                .put(
+                    "c",
+                    &key.to_be_bytes(),
+                    &value(key, round),
+                    &WriteOptions::default(),
+                )
+                .unwrap();
+        }
+    }
+    for key in (0..keys).step_by(2) {
+        store
+            .delete("c", &key.to_be_bytes(), &WriteOptions::default())
+            .unwrap();
+    }
+    let short = WriteOptions {
+        ttl: Ttl::Seconds(5),
+        ..WriteOptions::default()
+    };
+    store.put("c", b"expiring", b"soon gone", &short).unwrap();
+    let before: Vec<_> = (1..keys)
+        .step_by(2)
+        .map(|key| {
+            store
+                .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                .unwrap()
+        })
+        .collect();
+    let bytes_before = store.log_bytes();
+    clock.advance_seconds(10);
+    let report = store.compact().unwrap();
+    let bytes_after = store.log_bytes();
+    assert!(report.segments_removed > 0, "{report:?}");
+    assert!(
+        bytes_after * 2 < bytes_before,
+        "before {bytes_before}, after {bytes_after}, {report:?}"
+    );
+    let live_bytes: usize = before
+        .iter()
+        .map(|item| item.value.as_ref().unwrap().len() + 4)
+        .sum();
+    eprintln!("churn: {bytes_before} B before, {bytes_after} B after compaction, {live_bytes} B live ({report:?})");
+    let check = |store: &Store| {
+        for item in &before {
+            let now = store.get("c", &item.key, &ReadOptions::default()).unwrap();
+            assert_eq!(&now, item, "an item changed in compaction");
+        }
+        for key in (0..keys).step_by(2) {
+            assert_eq!(
+                store
+                    .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                    .unwrap_err()
+                    .code(),
+                ErrorCode::NotFound
+            );
+        }
+        assert_eq!(
+            store
+                .get("c", b"expiring", &ReadOptions::default())
+                .unwrap_err()
+                .code(),
+            ErrorCode::NotFound
+        );
+        assert_eq!(
+            store.container_properties("c").unwrap().metadata,
+            vec![("k".to_owned(), "v".to_owned())]
+        );
+    };
+    check(&store);
+    // Writes with the ETags read before compaction still match.
+    let first = &before[0];
+    store
+        .put(
+            "c",
+            &first.key,
+            b"after",
+            &WriteOptions::with_conditions(Conditions::if_match(first.etag)),
+        )
+        .unwrap();
+    store
+        .put(
+            "c",
+            &first.key,
+            &first.value.clone().unwrap(),
+            &WriteOptions::default(),
+        )
+        .unwrap();
+    let before: Vec<_> = (1..keys)
+        .step_by(2)
+        .map(|key| {
+            store
+                .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                .unwrap()
+        })
+        .collect();
+    store.close().unwrap();
+    let reopened =
+        Store::open_with_storage(Arc::new(disk.clone()), small_segments(&clock)).unwrap();
+    for item in &before {
+        assert_eq!(
+            &reopened
+                .get("c", &item.key, &ReadOptions::default())
+                .unwrap(),
+            item,
+            "after reopen"
+        );
+    }
+    // And again: compacting the compacted log, then a crash.
+    reopened
+        .put("c", b"late", b"x", &WriteOptions::default())
+        .unwrap();
+    reopened.compact().unwrap();
+    let crashed = disk.crash(&mut rand::thread_rng(), CrashPolicy::Random);
+    reopened.log_bytes();
+    let mut after_crash_options = small_segments(&clock);
+    after_crash_options.durability = Durability::Buffered;
+    drop(reopened);
+    let recovered = Store::open_with_storage(Arc::new(crashed), after_crash_options).unwrap();
+    for item in &before {
+        assert_eq!(
+            &recovered
+                .get("c", &item.key, &ReadOptions::default())
+                .unwrap(),
+            item,
+            "after crash"
+        );
+    }
+}
+
+#[test]
+fn a_container_created_in_a_compacted_segment_keeps_its_later_items_across_reopen() {
+    let clock = ManualClock::new(START_MICROS);
+    let disk = SimStorage::new();
+    let store = Store::open_with_storage(Arc::new(disk.clone()), small_segments(&clock)).unwrap();
+    store
+        .create_container("early", &ContainerOptions::default())
+        .unwrap();
+    store
+        .create_container("gone", &ContainerOptions::default())
+        .unwrap();
+    // Fill several segments, with items of both containers spread over them.
+    for key in 0..3000u32 {
+        let container = if key % 3 == 0 { "gone" } else { "early" };
+        store
+            .put(
+                container,
+                &key.to_be_bytes(),
+                &value(key, 0),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    store
+        .delete_container("gone", &Conditions::default())
+        .unwrap();
+    // Compact only the oldest segments: a later segment still holds items of "early" that
+    // come before the relocated container state in the log.
+    store.compact().unwrap();
+    store.close().unwrap();
+    let store = Store::open_with_storage(Arc::new(disk), small_segments(&clock)).unwrap();
+    for key in 0..3000u32 {
+        let got = store.get("early", &key.to_be_bytes(), &ReadOptions::default());
+        if key % 3 == 0 {
+            assert_eq!(got.unwrap_err().code(), ErrorCode::NotFound);
+        } else {
+            assert_eq!(got.unwrap().value.unwrap(), value(key, 0));
+        }
+    }
+    assert_eq!(store.list_containers().unwrap(), vec!["early".to_owned()]);
+}
+
+#[test]
+fn an_open_snapshot_defers_removal_and_keeps_reading_old_versions() {
+    let clock = ManualClock::new(START_MICROS);
+    let store =
+        Store::open_with_storage(Arc::new(SimStorage::new()), small_segments(&clock)).unwrap();
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    for key in 0..1000u32 {
+        store
+            .put(
+                "c",
+                &key.to_be_bytes(),
+                &value(key, 0),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    let snapshot = store.snapshot().unwrap();
+    for key in 0..1000u32 {
+        store
+            .put(
+                "c",
+                &key.to_be_bytes(),
+                &value(key, 1),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    let report = store.compact().unwrap();
+    assert!(report.deferred_by_snapshot, "{report:?}");
+    assert_eq!(report.segments_removed, 0);
+    for key in (0..1000u32).step_by(37) {
+        assert_eq!(
+            snapshot
+                .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                .unwrap()
+                .value
+                .unwrap(),
+            value(key, 0)
+        );
+    }
+    drop(snapshot);
+    let report = store.compact().unwrap();
+    assert!(report.segments_removed > 0, "{report:?}");
+    for key in 0..1000u32 {
+        assert_eq!(
+            store
+                .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                .unwrap()
+                .value
+                .unwrap(),
+            value(key, 1)
+        );
+    }
+}
+
+#[test]
+fn compaction_while_writers_and_readers_run_loses_nothing() {
+    let clock = ManualClock::new(START_MICROS);
+    let store = Arc::new(
+        Store::open_with_storage(Arc::new(SimStorage::new()), small_segments(&clock)).unwrap(),
+    );
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let writers: Vec<_> = (0..2u32)
+        .map(|thread| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                for round in 0..20u32 {
+                    for key in 0..300u32 {
+                        let key = key * 2 + thread;
+                        store
+                            .put(
+                                "c",
+                                &key.to_be_bytes(),
+                                &value(key, round),
+                                &WriteOptions::default(),
+                            )
+                            .unwrap();
+                        let item = store
+                            .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                            .unwrap();
+                        assert_eq!(item.value.unwrap(), value(key, round));
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut removed = 0;
+    while writers.iter().any(|writer| !writer.is_finished()) {
+        removed += store.compact().unwrap().segments_removed;
+    }
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    removed += store.compact().unwrap().segments_removed;
+    assert!(removed > 0);
+    for key in 0..600u32 {
+        assert_eq!(
+            store
+                .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                .unwrap()
+                .value
+                .unwrap(),
+            value(key, 19)
+        );
+    }
+}
+
+#[test]
+fn background_compaction_reclaims_space_without_being_asked() {
+    let clock = ManualClock::new(START_MICROS);
+    let options = StoreOptions {
+        background_compaction_interval: Some(std::time::Duration::from_millis(5)),
+        background_compaction_sealed_segments: 2,
+        ..small_segments(&clock)
+    };
+    let store = Store::open_with_storage(Arc::new(SimStorage::new()), options).unwrap();
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let mut peak = 0;
+    for round in 0..10u32 {
+        for key in 0..200u32 {
+            store
+                .put(
+                    "c",
+                    &key.to_be_bytes(),
+                    &value(key, round),
+                    &WriteOptions::default(),
+                )
+                .unwrap();
+        }
+        peak = peak.max(store.log_bytes());
+    }
+    store.flush().unwrap();
+    // The compactor runs on its own schedule: wait for it (bounded), never for a clock.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while store.log_bytes() * 2 > peak && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        store.log_bytes() * 2 <= peak,
+        "peak {peak} B, now {} B",
+        store.log_bytes()
+    );
+    for key in 0..200u32 {
+        assert_eq!(
+            store
+                .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                .unwrap()
+                .value
+                .unwrap(),
+            value(key, 9)
+        );
+    }
+    store.close().unwrap();
+}
