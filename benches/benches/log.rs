@@ -4,12 +4,14 @@
 //!
 //! 1. `durable_append_200B`: one writer, `Durability::Sync`, 200 B records — against
 //!    `pwrite` + `fdatasync` of 200 B (and, to tell the causes apart, against the same through a
-//!    shared mapping, each on a `posix_fallocate`d file and on an already-written one). The
-//!    writers take turns, one write each per round, so all meet the same disk conditions.
+//!    shared mapping, each on a `posix_fallocate`d file and on an already-written one; and
+//!    tenure again on a segment whose blocks were written beforehand). The writers take turns,
+//!    one write each per round, and the group ends by printing the paired per-round ratios.
 //!    Target: tenure ≤ 1.1 × raw.
 //! 2. `group_commit_sync_200B`: 1, 4 and 16 writer threads in `Sync` mode; one iteration is one
-//!    record, so the reported rate is the aggregate. Each timed sample is followed by as long an
-//!    untimed run of the compared configuration. Target: 16 threads ≥ 0.8 × 16 × one.
+//!    record per thread, so the reported elements/s are the aggregate records/s. Each timed
+//!    sample is followed by as long an untimed run of the compared configuration.
+//!    Target: 16 threads ≥ 0.8 × 16 × one.
 //! 3. `buffered_append_200B`: 1 and 2 threads in `Buffered` mode. Target: ≥ 3 M records/s.
 //! 4. `recovery_1GiB`: `Log::open` of a 1 GiB log (16 full 64 MiB segments of 4 KiB records)
 //!    with a replay callback that touches every record, against `read(2)` of the same files
@@ -19,15 +21,14 @@
 //! `benches/report.py` turns criterion's estimates into the table with the ratios. Run:
 //!
 //! ```sh
-//! CARGO_TARGET_DIR=/tmp/target-bench cargo bench -p tenure-benches --bench log -- \
-//!     --warm-up-time 1 --measurement-time 3
+//! CARGO_TARGET_DIR=/tmp/target-bench cargo bench -j1 -p tenure-benches --bench log -- \
+//!     --warm-up-time 1 --measurement-time 3 --sample-size 20
 //! python3 benches/report.py /tmp/target-bench/criterion
 //! ```
 //!
 //! `TENURE_BENCH_RECOVERY_MIB` (default 1024) sets the size of the recovery log.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,8 +37,9 @@ use criterion::{
 };
 use tenure::{Durability, FileStorage, Log, Storage};
 use tenure_benches::{
-    build_log, log_options, open_log, read_sequentially, run_on_threads_for, segment_files,
-    time_on_threads, Prepared, RawAppender, WritePath, SMALL_RECORD_BYTES, SMALL_RECORD_STRIDE,
+    build_log, log_options, open_log, open_log_with_written_segment, read_sequentially,
+    segment_files, time_on_threads, Prepared, RawAppender, WorkerPool, WritePath,
+    SMALL_RECORD_BYTES, SMALL_RECORD_STRIDE,
 };
 use tenure_testkit::TempDir;
 
@@ -53,13 +55,18 @@ fn small_payload() -> Vec<u8> {
 }
 
 /// The durable writers compared in target 1: tenure and its raw baselines.
-const DURABLE_WRITERS: [&str; 5] = [
+const DURABLE_WRITERS: [&str; 6] = [
     "tenure_sync",
+    "tenure_sync_written_segment",
     "raw_pwrite_fdatasync_fallocated",
     "raw_pwrite_fdatasync_prewritten",
     "raw_mmap_fdatasync_fallocated",
     "raw_mmap_fdatasync_prewritten",
 ];
+
+/// The length of each baseline file: more than a short run writes at the 224 B stride, and
+/// small enough that preparing it is not a write burst that slows the disk for what follows.
+const BASELINE_FILE_BYTES: u64 = 32 << 20;
 
 /// tenure and its raw baselines, written in turn. The disk's flush latency drifts by an order
 /// of magnitude on these machines (other I/O, the host), so each measured write is taken in a
@@ -68,8 +75,12 @@ const DURABLE_WRITERS: [&str; 5] = [
 struct DurableRig {
     _directory: TempDir,
     log: Log,
+    /// tenure again, on a segment whose blocks were all written beforehand.
+    written: Log,
     raws: Vec<RawAppender>,
     payload: Vec<u8>,
+    /// Every write's latency, per writer, in round order: rounds are paired samples.
+    latencies: Vec<Vec<Duration>>,
     /// The state of the shuffle's random numbers.
     shuffle_state: u64,
 }
@@ -78,6 +89,8 @@ impl DurableRig {
     fn new() -> DurableRig {
         let directory = bench_directory("bench-durable");
         let log = open_log(&directory.path().join("store"), Durability::Sync);
+        let written =
+            open_log_with_written_segment(&directory.path().join("written"), Durability::Sync);
         // The baselines write 200 B at the same 224 B stride as tenure's records, into a file
         // as long as one segment.
         let raws = [
@@ -87,11 +100,11 @@ impl DurableRig {
             (Prepared::Prewritten, WritePath::Mmap),
         ]
         .into_iter()
-        .zip(&DURABLE_WRITERS[1..])
+        .zip(&DURABLE_WRITERS[2..])
         .map(|((prepared, write_path), name)| {
             RawAppender::create(
                 &directory.path().join(format!("{name}.raw")),
-                log_options(Durability::Sync).segment_size_bytes,
+                BASELINE_FILE_BYTES,
                 SMALL_RECORD_STRIDE,
                 prepared,
                 write_path,
@@ -102,8 +115,10 @@ impl DurableRig {
         DurableRig {
             _directory: directory,
             log,
+            written,
             raws,
             payload: small_payload(),
+            latencies: vec![Vec::new(); DURABLE_WRITERS.len()],
             shuffle_state: 0x9E37_79B9_7F4A_7C15,
         }
     }
@@ -111,8 +126,10 @@ impl DurableRig {
     fn write(&mut self, writer: usize) {
         if writer == 0 {
             self.log.append(&self.payload).expect("durable append");
+        } else if writer == 1 {
+            self.written.append(&self.payload).expect("durable append");
         } else {
-            self.raws[writer - 1]
+            self.raws[writer - 2]
                 .append(&self.payload)
                 .expect("raw durable write");
         }
@@ -133,11 +150,40 @@ impl DurableRig {
         for writer in order {
             let started = Instant::now();
             self.write(writer);
+            let latency = started.elapsed();
+            self.latencies[writer].push(latency);
             if writer == timed {
-                elapsed = started.elapsed();
+                elapsed = latency;
             }
         }
         elapsed
+    }
+
+    /// Criterion times each writer in its own benchmark, so a drift of the disk between them
+    /// (these disks switch between ~60 µs and ~600 µs flushes) still skews their medians. Every
+    /// round, though, timed all the writers back to back: the median over rounds of the ratio
+    /// tenure / baseline is the paired figure, immune to that drift.
+    fn print_paired(&self) {
+        let median = |mut values: Vec<f64>| {
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        let rounds = self.latencies[0].len();
+        println!(
+            "\ndurable_append_200B, paired over {rounds} rounds (every writer once per round):"
+        );
+        for (writer, name) in DURABLE_WRITERS.iter().enumerate() {
+            let micros = |latency: &Duration| latency.as_secs_f64() * 1e6;
+            let own = median(self.latencies[writer].iter().map(micros).collect());
+            let ratio = median(
+                self.latencies[0]
+                    .iter()
+                    .zip(&self.latencies[writer])
+                    .map(|(tenure, other)| tenure.as_secs_f64() / other.as_secs_f64())
+                    .collect(),
+            );
+            println!("  {name:<34} median {own:8.1} µs   tenure_sync / this, median per round {ratio:5.2}×");
+        }
     }
 }
 
@@ -153,43 +199,60 @@ fn durable_append(c: &mut Criterion) {
         });
     }
     group.finish();
+    if let Some(rig) = &rig {
+        if !rig.latencies[0].is_empty() {
+            rig.print_paired();
+        }
+    }
 }
 
-/// Target 2: group commit — the aggregate rate of N writers in `Sync` mode. Each sample of one
+/// Target 2: group commit — the aggregate rate of N writers in `Sync` mode. One iteration is
+/// one record *per thread* (so a sample keeps every thread busy for many group commits, not
+/// just the start-up transient); the throughput is N records per iteration. Each sample of one
 /// configuration is followed by as long a run of its companion (1 thread ↔ 16 threads; 4 → 1),
 /// untimed, so the configurations whose rates are compared meet the same disk conditions.
 fn group_commit(c: &mut Criterion) {
     let directory = bench_directory("bench-group-commit");
     let payload = small_payload();
+    let log = open_log(&directory.path().join("store"), Durability::Sync);
+    let append = |_: usize, count: u64| {
+        for _ in 0..count {
+            log.append(&payload).expect("durable append");
+        }
+    };
     let mut group = c.benchmark_group("group_commit_sync_200B");
-    group.throughput(Throughput::Elements(1));
-    let mut log: Option<Log> = None;
-    for threads in [1usize, 4, 16] {
-        let companion = if threads == 1 { 16 } else { 1 };
-        group.bench_with_input(
-            BenchmarkId::new("threads", threads),
-            &threads,
-            |b, &threads| {
-                let log = &*log.get_or_insert_with(|| {
-                    open_log(&directory.path().join("store"), Durability::Sync)
-                });
+    std::thread::scope(|scope| {
+        let pools: Vec<(usize, WorkerPool<'_>)> = [1usize, 4, 16]
+            .into_iter()
+            .map(|threads| (threads, WorkerPool::new(scope, threads, &append)))
+            .collect();
+        let pool_of = |threads: usize| {
+            &pools
+                .iter()
+                .find(|(size, _)| *size == threads)
+                .expect("a pool of that size")
+                .1
+        };
+        for threads in [1usize, 4, 16] {
+            let companion = pool_of(if threads == 1 { 16 } else { 1 });
+            let pool = pool_of(threads);
+            group.throughput(Throughput::Elements(threads as u64));
+            group.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, _| {
                 b.iter_custom(|iterations| {
-                    let elapsed = time_on_threads(threads, iterations, |_, count| {
-                        for _ in 0..count {
-                            log.append(&payload).expect("durable append");
-                        }
-                    });
-                    run_on_threads_for(companion, elapsed, |_, stop| {
-                        while !stop.load(Ordering::Relaxed) {
-                            log.append(&payload).expect("durable append");
-                        }
-                    });
+                    let elapsed = pool.time(iterations * threads as u64);
+                    // As many records on the companion as took about as long, untimed.
+                    let companion_records = (iterations * threads as u64).max(1);
+                    let mut spent = Duration::ZERO;
+                    while spent < elapsed {
+                        spent += companion.time(companion_records.min(4096));
+                    }
                     elapsed
                 });
-            },
-        );
-    }
-    group.finish();
+            });
+        }
+        group.finish();
+        drop(pools);
+    });
 }
 
 /// A buffered store that is replaced by a fresh one once it holds a GiB, so a long run

@@ -10,8 +10,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use tenure::{Durability, FileStorage, Log, LogOptions, Storage};
@@ -34,6 +33,53 @@ pub fn open_log(directory: &Path, durability: Durability) -> Log {
     let storage: Arc<dyn Storage> = Arc::new(FileStorage::new(directory));
     Log::open(storage, &log_options(durability), &mut |_| Ok(()))
         .unwrap_or_else(|error| panic!("open {}: {error}", directory.display()))
+}
+
+/// Opens a store in `directory` (which must not exist yet) whose first segment has its first
+/// 32 MiB written before the appends start: it appends one record, closes the store, writes
+/// zeroes from the tail to 32 MiB, syncs them and drops them from the page cache, and reopens
+/// (the zeroes past the tail are a torn tail, cut at the open). Appends to it then meet no
+/// unwritten (fallocated) block for 32 MiB, which tells how much of a durable append's cost is
+/// the unwritten-extent conversion.
+pub fn open_log_with_written_segment(directory: &Path, durability: Durability) -> Log {
+    let log = open_log(directory, durability);
+    log.append(b"first record, before the segment is zeroed")
+        .expect("append the first record");
+    let tail = log.tail_offset();
+    log.close().expect("close the store");
+    drop(log);
+    let segments = segment_files(directory);
+    assert_eq!(segments.len(), 1, "a fresh store has one segment");
+    let file = OpenOptions::new()
+        .write(true)
+        .open(&segments[0])
+        .expect("open the segment");
+    // The first 32 MiB: more than a benchmark run appends.
+    let length = file
+        .metadata()
+        .expect("stat the segment")
+        .len()
+        .min(32 << 20);
+    let zeroes = vec![0u8; 1 << 20];
+    let mut offset = tail;
+    while offset < length {
+        let size = zeroes.len().min((length - offset) as usize);
+        file.write_all_at(&zeroes[..size], offset)
+            .expect("zero the segment");
+        offset += size as u64;
+    }
+    file.sync_all().expect("sync the zeroed segment");
+    // SAFETY: posix_fadvise on a descriptor we own.
+    unsafe {
+        libc::posix_fadvise(
+            file.as_raw_fd(),
+            0,
+            length as i64,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
+    drop(file);
+    open_log(directory, durability)
 }
 
 /// How a baseline file starts out.
@@ -208,23 +254,62 @@ where
     })
 }
 
-/// Runs `job(thread, stop)` on `threads` threads for about `duration` of wall time: each
-/// thread is expected to loop until `stop` is set. Used to keep a companion load running for as
-/// long as a timed phase took, so two configurations meet the same disk conditions.
-pub fn run_on_threads_for<F>(threads: usize, duration: Duration, job: F)
-where
-    F: Fn(usize, &AtomicBool) + Sync,
-{
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
+/// `threads` worker threads that live as long as the pool, so that timing a job on them measures
+/// the job and not thread start-up (spawning 16 threads per criterion sample was found to
+/// dominate short samples). Create it inside `std::thread::scope`.
+pub struct WorkerPool<'scope> {
+    jobs: Vec<mpsc::Sender<u64>>,
+    done: mpsc::Receiver<()>,
+    _workers: Vec<std::thread::ScopedJoinHandle<'scope, ()>>,
+}
+
+impl<'scope> WorkerPool<'scope> {
+    /// Starts `threads` workers; worker `thread` runs `job(thread, count)` for each `count` it
+    /// is handed.
+    pub fn new<'env, F>(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        threads: usize,
+        job: &'scope F,
+    ) -> WorkerPool<'scope>
+    where
+        F: Fn(usize, u64) + Sync,
+    {
+        let (done_sender, done) = mpsc::channel();
+        let mut jobs = Vec::with_capacity(threads);
+        let mut workers = Vec::with_capacity(threads);
         for thread in 0..threads {
-            let stop = &stop;
-            let job = &job;
-            scope.spawn(move || job(thread, stop));
+            let (sender, receiver) = mpsc::channel::<u64>();
+            let done_sender = done_sender.clone();
+            jobs.push(sender);
+            workers.push(scope.spawn(move || {
+                for count in receiver {
+                    job(thread, count);
+                    if done_sender.send(()).is_err() {
+                        return;
+                    }
+                }
+            }));
         }
-        std::thread::sleep(duration);
-        stop.store(true, Ordering::Relaxed);
-    });
+        WorkerPool {
+            jobs,
+            done,
+            _workers: workers,
+        }
+    }
+
+    /// Shares `iterations` between the workers and returns the wall time until all are done.
+    pub fn time(&self, iterations: u64) -> Duration {
+        let threads = self.jobs.len() as u64;
+        let started = Instant::now();
+        for (thread, job) in self.jobs.iter().enumerate() {
+            let count = iterations / threads + u64::from((thread as u64) < iterations % threads);
+            job.send(count).expect("a worker is gone");
+        }
+        for _ in 0..threads {
+            self.done.recv().expect("a worker is gone");
+        }
+        started.elapsed()
+    }
 }
 
 /// Fills a fresh store in `directory` with `records` records of `payload_bytes` each

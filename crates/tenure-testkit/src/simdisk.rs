@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 use rand::Rng;
@@ -53,7 +53,8 @@ struct SimFile {
     current_pointer: AtomicU64,
     mapped: AtomicBool,
     durable: Mutex<Vec<u8>>,
-    disk: Arc<DiskState>,
+    /// Weak: the disk owns its files, and a file must not keep its disk alive (a cycle).
+    disk: Weak<DiskState>,
 }
 
 struct DiskState {
@@ -106,7 +107,7 @@ impl SimStorage {
             current: Mutex::new(bytes),
             current_pointer: AtomicU64::new(0),
             mapped: AtomicBool::new(false),
-            disk: Arc::clone(&self.disk),
+            disk: Arc::downgrade(&self.disk),
         });
         self.disk.files.lock().insert(name.to_owned(), file);
     }
@@ -147,7 +148,15 @@ impl SimStorage {
     pub fn crash(&self, rng: &mut impl Rng, policy: CrashPolicy) -> SimStorage {
         let _instant = self.disk.instant.lock();
         let mut survived = BTreeMap::new();
-        for (name, file) in self.disk.files.lock().iter() {
+        // Lock order: `files` is never held while a file's own locks are taken.
+        let files: Vec<(String, Arc<SimFile>)> = self
+            .disk
+            .files
+            .lock()
+            .iter()
+            .map(|(name, file)| (name.clone(), Arc::clone(file)))
+            .collect();
+        for (name, file) in &files {
             let current = file.current_bytes();
             let mut image = file.durable.lock().clone();
             image.resize(current.len(), 0);
@@ -176,8 +185,13 @@ impl SimStorage {
 
     /// Overwrites bytes of a file, in its current and durable images alike (media corruption).
     pub fn corrupt(&self, name: &str, offset: usize, bytes: &[u8]) {
-        let files = self.disk.files.lock();
-        let file = files.get(name).expect("no such simulated file");
+        let file = Arc::clone(
+            self.disk
+                .files
+                .lock()
+                .get(name)
+                .expect("no such simulated file"),
+        );
         assert!(
             !file.mapped.load(Ordering::SeqCst),
             "corrupt a disk no store has open"
@@ -198,6 +212,12 @@ impl Default for SimStorage {
 }
 
 impl SimFile {
+    fn disk(&self) -> io::Result<Arc<DiskState>> {
+        self.disk
+            .upgrade()
+            .ok_or_else(|| io::Error::other("the simulated disk is gone"))
+    }
+
     fn current_bytes(&self) -> Vec<u8> {
         let current = self.current.lock();
         let mut copy = vec![0u8; current.len()];
@@ -274,9 +294,10 @@ impl StorageFile for SimFile {
     }
 
     fn allocate(&self, length: u64) -> io::Result<()> {
-        let faults = self.disk.faults.lock();
+        let disk = self.disk()?;
+        let faults = disk.faults.lock();
         if scheduled(
-            &self.disk.counters.allocations,
+            &disk.counters.allocations,
             &faults.failing_allocations,
             None,
         ) {
@@ -310,8 +331,9 @@ impl StorageFile for SimFile {
     }
 
     fn write_at(&self, buffer: &[u8], offset: u64) -> io::Result<()> {
-        let faults = self.disk.faults.lock();
-        if scheduled(&self.disk.counters.writes, &faults.failing_writes, None) {
+        let disk = self.disk()?;
+        let faults = disk.faults.lock();
+        if scheduled(&disk.counters.writes, &faults.failing_writes, None) {
             return Err(eio("write"));
         }
         let mut current = self.current.lock();
@@ -327,10 +349,11 @@ impl StorageFile for SimFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        let disk = self.disk()?;
         let failing = {
-            let faults = self.disk.faults.lock();
+            let faults = disk.faults.lock();
             scheduled(
-                &self.disk.counters.syncs,
+                &disk.counters.syncs,
                 &faults.failing_syncs,
                 faults.fail_syncs_from,
             )
@@ -338,21 +361,23 @@ impl StorageFile for SimFile {
         if failing {
             return Err(eio("fdatasync"));
         }
-        let _instant = self.disk.instant.lock();
+        let _instant = disk.instant.lock();
         *self.durable.lock() = self.current_bytes();
         Ok(())
     }
 
     fn map(&self, length: usize) -> io::Result<Mapping> {
-        let mut current = self.current.lock();
-        if length > current.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "map past the end",
-            ));
-        }
-        self.mapped.store(true, Ordering::SeqCst);
-        let pointer = current.as_mut_ptr();
+        let pointer = {
+            let mut current = self.current.lock();
+            if length > current.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "map past the end",
+                ));
+            }
+            self.mapped.store(true, Ordering::SeqCst);
+            current.as_mut_ptr()
+        };
         self.current_pointer.store(pointer as u64, Ordering::SeqCst);
         // SAFETY: the Vec's buffer never moves while mapped (growth is refused), and the
         // owner keeps the file (and so the Vec) alive.
@@ -370,7 +395,11 @@ impl Drop for MappedFile {
 
 impl SimFile {
     fn self_arc(&self) -> Arc<SimFile> {
-        let files = self.disk.files.lock();
+        let disk = self
+            .disk
+            .upgrade()
+            .expect("a mapped simulated file's disk is alive");
+        let files = disk.files.lock();
         files
             .values()
             .find(|file| std::ptr::eq(Arc::as_ptr(file), self))

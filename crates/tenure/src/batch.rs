@@ -16,16 +16,21 @@ use std::sync::Arc;
 use crossbeam_epoch::{Owned, Shared};
 
 use crate::catalog::Incarnation;
+use crate::codec::Coordination;
 use crate::codec::{self, ItemWrite};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
-use crate::index::{index_key, ItemSlot, ValueLocation, VersionNode, COMMITTED, PENDING};
+use crate::index::{
+    coordination_box, index_key, ItemSlot, ValueLocation, VersionNode, COMMITTED, PENDING,
+};
 use crate::log::record::HEADER_BYTES;
 use crate::options::WriteOptions;
 use crate::rules::conditions::{self, Conditions, ItemFacts, WriteKind};
 use crate::rules::ttl;
+use crate::rules::with_current_etag;
 use crate::store::{facts_of, properties_box, StoreShared};
 use crate::validate;
+use crate::write::coordination_after_write;
 
 /// A batch attempt that keeps meeting concurrent writers gives up after this many tries.
 const MAX_BATCH_ATTEMPTS: usize = 10_000;
@@ -94,6 +99,8 @@ struct Touched<'g> {
     incarnation: Arc<Incarnation>,
     head: Shared<'g, VersionNode>,
     seen: Seen,
+    /// The key's lease and lock as the next operation sees them.
+    coordination: Coordination,
     /// The final write of this key (index of the operation), if the batch writes it.
     final_write: Option<usize>,
 }
@@ -274,6 +281,10 @@ impl<'store> Batch<'store> {
                 let facts = unsafe { head.as_ref() }
                     .filter(|node| node.is_live_at(now))
                     .map(facts_of);
+                // SAFETY: as above.
+                let coordination = unsafe { head.as_ref() }
+                    .and_then(|node| node.coordination.as_deref().cloned())
+                    .unwrap_or_default();
                 order.push(key_bytes.clone());
                 touched.insert(
                     key_bytes.clone(),
@@ -282,6 +293,7 @@ impl<'store> Batch<'store> {
                         incarnation,
                         head,
                         seen: Seen::Stored(facts),
+                        coordination,
                         final_write: None,
                     },
                 );
@@ -292,9 +304,35 @@ impl<'store> Batch<'store> {
                 Operation::Write { kind, options, .. } => (*kind, &options.conditions),
                 Operation::Check { conditions, .. } => (WriteKind::Check, conditions),
             };
-            conditions::check_write_existence(kind, conditions, facts.as_ref())
-                .and_then(|()| conditions::check_write_conditions(kind, conditions, facts.as_ref()))
-                .map_err(|error| self.failed(index, error))?;
+            let no_options = WriteOptions::default();
+            let options = match operation {
+                Operation::Write { options, .. } => options,
+                Operation::Check { .. } => &no_options,
+            };
+            let etag = facts
+                .map(|facts| facts.etag)
+                .filter(|etag| etag.version() != Version::MAX);
+            let coordination = conditions::check_write_existence(kind, conditions, facts.as_ref())
+                .and_then(|()| {
+                    coordination_after_write(
+                        &entry.coordination,
+                        facts.is_some(),
+                        kind,
+                        options,
+                        now,
+                    )
+                    .map_err(|error| with_current_etag(error, etag))
+                })
+                .and_then(|coordination| {
+                    conditions::check_write_conditions(kind, conditions, facts.as_ref())
+                        .map(|()| coordination)
+                })
+                .map_err(|error| {
+                    // SAFETY: nodes reachable from a slot are freed only through the epoch.
+                    let judged_against = unsafe { entry.head.as_ref() };
+                    self.failed(index, store.settle_refusal(judged_against, error))
+                })?;
+            entry.coordination = coordination;
             if let Operation::Write { value, .. } = operation {
                 entry.seen = Seen::Written {
                     exists: value.is_some(),
@@ -329,6 +367,8 @@ impl<'store> Batch<'store> {
                         }),
                         content_type: options.content_type.as_deref(),
                         metadata: &options.metadata,
+                        etag_version: 0,
+                        coordination: Some(&entry.coordination),
                     },
                 ));
             }
@@ -356,6 +396,7 @@ impl<'store> Batch<'store> {
                     write_at += 1;
                     VersionNode {
                         version,
+                        etag_version: version,
                         status: PENDING.into(),
                         value: write.value.map(|value| ValueLocation {
                             offset: record_start + offset as u64,
@@ -364,16 +405,19 @@ impl<'store> Batch<'store> {
                         last_modified: now,
                         expires_at: write.expires_at,
                         properties: properties_box(write.content_type, write.metadata.to_vec()),
+                        coordination: coordination_box(entry.coordination.clone()),
                         older: crossbeam_epoch::Atomic::null(),
                     }
                 }
                 None => VersionNode {
                     version,
+                    etag_version: version,
                     status: PENDING.into(),
                     value: None,
                     last_modified: now,
                     expires_at: None,
                     properties: None,
+                    coordination: None,
                     older: crossbeam_epoch::Atomic::null(),
                 },
             };

@@ -17,6 +17,8 @@ pub const LIVE: u64 = u64::MAX;
 #[derive(Debug, Clone)]
 pub struct ContainerState {
     pub metadata: Metadata,
+    /// The container's lease (SPEC §5).
+    pub lease: Option<crate::rules::lease::LeaseRecord>,
     /// Version of the last write of the container's properties (its ETag).
     pub etag_version: Version,
     pub last_modified: Timestamp,
@@ -104,6 +106,7 @@ impl Catalog {
             default_ttl_seconds: None,
             deleted_version: AtomicU64::new(LIVE),
             state: Mutex::new(ContainerState {
+                lease: None,
                 metadata: Vec::new(),
                 etag_version: 0,
                 last_modified: 0,

@@ -3,6 +3,8 @@
 //! not decode is `Corruption`.
 
 use crate::clock::Timestamp;
+use crate::rules::lease::{LeaseDuration, LeaseId, LeaseRecord};
+use crate::rules::lock::{LockHandle, LockRecord};
 
 pub const OP_ITEM_WRITE: u8 = 1;
 pub const OP_CONTAINER_CREATE: u8 = 2;
@@ -13,6 +15,23 @@ pub const OP_BATCH: u8 = 5;
 pub const OP_RELOCATED_ITEMS: u8 = 6;
 /// A live container's whole state, copied forward by compaction.
 pub const OP_CONTAINER_STATE: u8 = 7;
+/// A lease or lock change on an item: same value, same ETag, new coordination state.
+pub const OP_ITEM_COORDINATION: u8 = 8;
+/// A lease change on a container.
+pub const OP_CONTAINER_LEASE: u8 = 9;
+
+/// An item's pessimistic-concurrency state: its lease and its cache lock (at most one live).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Coordination {
+    pub lease: Option<LeaseRecord>,
+    pub lock: Option<LockRecord>,
+}
+
+impl Coordination {
+    pub fn is_empty(&self) -> bool {
+        self.lease.is_none() && self.lock.is_none()
+    }
+}
 
 pub type Metadata = Vec<(String, String)>;
 
@@ -27,6 +46,9 @@ pub struct ItemWrite<'a> {
     pub expires_at: Option<Timestamp>,
     pub content_type: Option<&'a str>,
     pub metadata: &'a [(String, String)],
+    /// The version the item's ETag shows; 0 = the record's own version.
+    pub etag_version: u64,
+    pub coordination: Option<&'a Coordination>,
 }
 
 fn put_u16(out: &mut Vec<u8>, value: u16) {
@@ -51,6 +73,8 @@ fn put_metadata(out: &mut Vec<u8>, metadata: &[(String, String)]) {
 
 /// Bytes `encode_item_write` will produce (so the log record can be reserved first).
 pub fn item_write_size(write: &ItemWrite<'_>) -> usize {
+    let mut coordination = Vec::new();
+    encode_coordination(&mut coordination, write.coordination);
     let metadata: usize = write
         .metadata
         .iter()
@@ -65,8 +89,80 @@ pub fn item_write_size(write: &ItemWrite<'_>) -> usize {
         + write.content_type.map_or(0, str::len)
         + 4
         + metadata
+        + 8
+        + coordination.len()
         + 4
         + write.value.map_or(0, <[u8]>::len)
+}
+
+fn encode_lease(out: &mut Vec<u8>, lease: &LeaseRecord) {
+    out.extend_from_slice(&lease.id.0.to_le_bytes());
+    put_u32(
+        out,
+        match lease.duration {
+            LeaseDuration::Fixed { seconds } => seconds,
+            LeaseDuration::Infinite => 0,
+        },
+    );
+    put_u64(out, lease.deadline.unwrap_or(0));
+    put_u64(out, lease.break_deadline.unwrap_or(0));
+    out.push(u8::from(lease.broken));
+    put_u64(out, lease.fence);
+    let holder = lease.holder.as_deref().unwrap_or("");
+    put_u16(
+        out,
+        if lease.holder.is_some() {
+            holder.len() as u16
+        } else {
+            u16::MAX
+        },
+    );
+    out.extend_from_slice(holder.as_bytes());
+}
+
+/// flags (bit 0 lease, bit 1 lock), then the lease, then the lock.
+pub fn encode_coordination(out: &mut Vec<u8>, coordination: Option<&Coordination>) {
+    let lease = coordination.and_then(|coordination| coordination.lease.as_ref());
+    let lock = coordination.and_then(|coordination| coordination.lock.as_ref());
+    out.push(u8::from(lease.is_some()) | (u8::from(lock.is_some()) << 1));
+    if let Some(lease) = lease {
+        encode_lease(out, lease);
+    }
+    if let Some(lock) = lock {
+        out.extend_from_slice(&lock.handle.0.to_le_bytes());
+        put_u64(out, lock.deadline);
+        out.push(u8::from(lock.item_absent));
+    }
+}
+
+pub fn encode_item_coordination(
+    container_id: u64,
+    key: &[u8],
+    etag_version: u64,
+    expires_at: Option<Timestamp>,
+    coordination: &Coordination,
+) -> Vec<u8> {
+    let mut out = vec![OP_ITEM_COORDINATION];
+    put_u64(&mut out, container_id);
+    put_u32(&mut out, key.len() as u32);
+    out.extend_from_slice(key);
+    put_u64(&mut out, etag_version);
+    put_u64(&mut out, expires_at.unwrap_or(0));
+    encode_coordination(&mut out, Some(coordination));
+    out
+}
+
+pub fn encode_container_lease(container_id: u64, lease: Option<&LeaseRecord>) -> Vec<u8> {
+    let mut out = vec![OP_CONTAINER_LEASE];
+    put_u64(&mut out, container_id);
+    encode_coordination(
+        &mut out,
+        Some(&Coordination {
+            lease: lease.cloned(),
+            lock: None,
+        }),
+    );
+    out
 }
 
 /// Appends the item write; returns the offset of the value within `out`.
@@ -85,6 +181,8 @@ pub fn encode_item_write(out: &mut Vec<u8>, write: &ItemWrite<'_>) -> usize {
         None => put_u16(out, u16::MAX),
     }
     put_metadata(out, write.metadata);
+    put_u64(out, write.etag_version);
+    encode_coordination(out, write.coordination);
     let value = write.value.unwrap_or(&[]);
     put_u32(out, value.len() as u32);
     let value_offset = out.len();
@@ -125,6 +223,7 @@ pub fn encode_container_state(
     etag_version: u64,
     last_modified: Timestamp,
     metadata: &[(String, String)],
+    lease: Option<&LeaseRecord>,
 ) -> Vec<u8> {
     let mut out = vec![OP_CONTAINER_STATE];
     put_u64(&mut out, id);
@@ -134,6 +233,13 @@ pub fn encode_container_state(
     put_u64(&mut out, etag_version);
     put_u64(&mut out, last_modified);
     put_metadata(&mut out, metadata);
+    encode_coordination(
+        &mut out,
+        Some(&Coordination {
+            lease: lease.cloned(),
+            lock: None,
+        }),
+    );
     out
 }
 
@@ -202,10 +308,71 @@ impl<'a> Reader<'a> {
         }
         Ok(metadata)
     }
+    fn u128(&mut self) -> Decoded<u128> {
+        Ok(u128::from_le_bytes(self.take(16)?.try_into().unwrap()))
+    }
+    fn lease(&mut self) -> Decoded<LeaseRecord> {
+        let id = LeaseId(self.u128()?);
+        let duration = match self.u32()? {
+            0 => LeaseDuration::Infinite,
+            seconds => LeaseDuration::Fixed { seconds },
+        };
+        let deadline = Some(self.u64()?).filter(|&at| at != 0);
+        let break_deadline = Some(self.u64()?).filter(|&at| at != 0);
+        let broken = match self.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err("bad lease flag"),
+        };
+        let fence = self.u64()?;
+        let holder_length = self.u16()?;
+        let holder = if holder_length == u16::MAX {
+            None
+        } else {
+            Some(self.text(holder_length as usize)?.to_owned())
+        };
+        Ok(LeaseRecord {
+            id,
+            duration,
+            deadline,
+            break_deadline,
+            broken,
+            fence,
+            holder,
+        })
+    }
+    fn coordination(&mut self) -> Decoded<Coordination> {
+        let flags = self.u8()?;
+        if flags & !3 != 0 {
+            return Err("bad coordination flags");
+        }
+        let lease = if flags & 1 != 0 {
+            Some(self.lease()?)
+        } else {
+            None
+        };
+        let lock = if flags & 2 != 0 {
+            let handle = LockHandle(self.u128()?);
+            let deadline = self.u64()?;
+            let item_absent = match self.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err("bad lock flag"),
+            };
+            Some(LockRecord {
+                handle,
+                deadline,
+                item_absent,
+            })
+        } else {
+            None
+        };
+        Ok(Coordination { lease, lock })
+    }
     fn item_write(
         &mut self,
         metadata_store: &mut Vec<Metadata>,
-    ) -> Decoded<(ItemWrite<'a>, usize, usize)> {
+    ) -> Decoded<(ItemWrite<'a>, usize, Coordination)> {
         let container_id = self.u64()?;
         let key_length = self.u32()? as usize;
         let key = self.take(key_length)?;
@@ -223,6 +390,8 @@ impl<'a> Reader<'a> {
             Some(self.text(content_type_length as usize)?)
         };
         metadata_store.push(self.metadata()?);
+        let etag_version = self.u64()?;
+        let coordination = self.coordination()?;
         let value_length = self.u32()? as usize;
         let value_offset = self.at;
         let value = self.take(value_length)?;
@@ -235,9 +404,11 @@ impl<'a> Reader<'a> {
                 expires_at,
                 content_type,
                 metadata: &[],
+                etag_version,
+                coordination: None,
             },
             value_offset,
-            metadata_store.len() - 1,
+            coordination,
         ))
     }
 }
@@ -246,6 +417,7 @@ impl<'a> Reader<'a> {
 pub struct DecodedItem<'a> {
     pub write: ItemWrite<'a>,
     pub metadata: Metadata,
+    pub coordination: Coordination,
     pub value_offset: usize,
 }
 
@@ -260,6 +432,18 @@ pub enum DecodedRecord<'a> {
         etag_version: u64,
         last_modified: Timestamp,
         metadata: Metadata,
+        lease: Option<LeaseRecord>,
+    },
+    ItemCoordination {
+        container_id: u64,
+        key: &'a [u8],
+        etag_version: u64,
+        expires_at: Option<Timestamp>,
+        coordination: Coordination,
+    },
+    ContainerLease {
+        container_id: u64,
+        lease: Option<LeaseRecord>,
     },
     ContainerCreate {
         name: &'a str,
@@ -314,13 +498,36 @@ pub fn decode(payload: &[u8]) -> Decoded<DecodedRecord<'_>> {
             let default_ttl_seconds = Some(reader.u32()?).filter(|&seconds| seconds != 0);
             let etag_version = reader.u64()?;
             let last_modified = reader.u64()?;
+            let metadata = reader.metadata()?;
             DecodedRecord::ContainerState {
                 id,
                 name,
                 default_ttl_seconds,
                 etag_version,
                 last_modified,
-                metadata: reader.metadata()?,
+                metadata,
+                lease: reader.coordination()?.lease,
+            }
+        }
+        OP_ITEM_COORDINATION => {
+            let container_id = reader.u64()?;
+            let key_length = reader.u32()? as usize;
+            let key = reader.take(key_length)?;
+            let etag_version = reader.u64()?;
+            let expires_at = Some(reader.u64()?).filter(|&at| at != 0);
+            DecodedRecord::ItemCoordination {
+                container_id,
+                key,
+                etag_version,
+                expires_at,
+                coordination: reader.coordination()?,
+            }
+        }
+        OP_CONTAINER_LEASE => {
+            let container_id = reader.u64()?;
+            DecodedRecord::ContainerLease {
+                container_id,
+                lease: reader.coordination()?.lease,
             }
         }
         OP_CONTAINER_CREATE => {
@@ -358,10 +565,11 @@ pub fn decode(payload: &[u8]) -> Decoded<DecodedRecord<'_>> {
 
 fn decode_item<'a>(reader: &mut Reader<'a>) -> Decoded<DecodedItem<'a>> {
     let mut metadata_store = Vec::with_capacity(1);
-    let (write, value_offset, _) = reader.item_write(&mut metadata_store)?;
+    let (write, value_offset, coordination) = reader.item_write(&mut metadata_store)?;
     Ok(DecodedItem {
         write,
         metadata: metadata_store.pop().unwrap_or_default(),
+        coordination,
         value_offset,
     })
 }
@@ -381,6 +589,15 @@ mod tests {
             expires_at: Some(456),
             content_type: Some("text/plain"),
             metadata: &metadata,
+            etag_version: 0,
+            coordination: Some(&Coordination {
+                lease: None,
+                lock: Some(LockRecord {
+                    handle: LockHandle(7),
+                    deadline: 99,
+                    item_absent: false,
+                }),
+            }),
         };
         let mut out = vec![OP_ITEM_WRITE];
         let value_offset = encode_item_write(&mut out, &write);
@@ -394,6 +611,14 @@ mod tests {
         assert_eq!(items[0].write.expires_at, Some(456));
         assert_eq!(items[0].metadata, metadata);
         assert_eq!(items[0].value_offset, value_offset);
+        assert_eq!(
+            items[0]
+                .coordination
+                .lock
+                .as_ref()
+                .map(|lock| lock.deadline),
+            Some(99)
+        );
         for cut in 0..out.len() {
             assert!(
                 decode(&out[..cut]).is_err(),

@@ -12,10 +12,12 @@ use std::sync::Arc;
 use crossbeam_epoch::Owned;
 
 use crate::catalog::Catalog;
-use crate::codec::{self, DecodedItem, DecodedRecord, ItemWrite};
+use crate::codec::{self, Coordination, DecodedRecord, ItemWrite};
 use crate::error::Result;
 use crate::etag::Version;
-use crate::index::{index_key, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED};
+use crate::index::{
+    coordination_box, index_key, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED,
+};
 use crate::log::record::HEADER_BYTES;
 use crate::store::{properties_box, StoreShared};
 
@@ -34,16 +36,20 @@ pub struct CompactionReport {
     pub deferred_by_snapshot: bool,
 }
 
-/// One live item version to copy forward.
+/// One live item version to copy forward: its whole state, so the copy replaces it exactly.
 struct Relocation {
     slot: Arc<ItemSlot>,
+    /// The node being copied (compared by address when swapping in the copy).
+    node_address: usize,
     version: Version,
+    etag_version: Version,
     key: Vec<u8>,
     container_id: u64,
-    value: Vec<u8>,
+    value: Option<Vec<u8>>,
     last_modified: u64,
     expires_at: Option<u64>,
     properties: Properties,
+    coordination: Coordination,
 }
 
 impl StoreShared {
@@ -58,7 +64,7 @@ impl StoreShared {
         let sealed = self.log.sealed_segments();
         // Sealed segments lie below the tail's segment, which always remains.
         for (first_slot, bytes) in &sealed {
-            self.relocate_live(*first_slot, &mut report)?;
+            self.relocate_live(*first_slot, *bytes, &mut report)?;
             self.log.flush()?;
             let settled_version = self.version();
             if self.oldest_snapshot.load(Ordering::Acquire) < settled_version {
@@ -72,40 +78,56 @@ impl StoreShared {
         Ok(report)
     }
 
-    fn relocate_live(&self, first_slot: u64, report: &mut CompactionReport) -> Result<()> {
+    fn relocate_live(
+        &self,
+        first_slot: u64,
+        segment_bytes: u64,
+        report: &mut CompactionReport,
+    ) -> Result<()> {
         // Container states are copied first, so relocated items always find their container;
         // the catalog lock keeps container writes from racing the copy.
         let _container_changes = self.catalog.changes.lock();
+        let slot_size = self.log.slot_size_bytes();
+        let segment_start = first_slot * slot_size;
+        let segment_end = segment_start + segment_bytes;
         let mut live_containers = BTreeSet::new();
-        let mut relocations = Vec::new();
-        let guard = crossbeam_epoch::pin();
-        let now = self.now();
-        let visible = self.version();
+        let mut candidates: Vec<(u64, Vec<u8>, Version)> = Vec::new();
         self.log
             .scan_segment(first_slot, &mut |version, location, payload| {
                 let record = codec::decode(payload)
                     .map_err(|reason| crate::error::Error::corruption("log", location, reason))?;
-                let mut consider = |original_version: Version, item: &DecodedItem<'_>| {
-                    if let Some(relocation) =
-                        self.live_version(original_version, location, item, visible, now, &guard)
-                    {
-                        relocations.push(relocation);
-                    }
-                };
                 match record {
                     DecodedRecord::Items(items) => {
-                        items.iter().for_each(|item| consider(version, item))
+                        for item in items {
+                            candidates.push((
+                                item.write.container_id,
+                                item.write.key.to_vec(),
+                                version,
+                            ));
+                        }
                     }
-                    DecodedRecord::RelocatedItems(items) => items
-                        .iter()
-                        .for_each(|(original, item)| consider(*original, item)),
+                    DecodedRecord::RelocatedItems(items) => {
+                        for (original, item) in items {
+                            candidates.push((
+                                item.write.container_id,
+                                item.write.key.to_vec(),
+                                original,
+                            ));
+                        }
+                    }
+                    DecodedRecord::ItemCoordination {
+                        container_id, key, ..
+                    } => {
+                        candidates.push((container_id, key.to_vec(), version));
+                    }
                     DecodedRecord::ContainerCreate { .. } => {
                         live_containers.insert(version);
                     }
                     DecodedRecord::ContainerState { id, .. } => {
                         live_containers.insert(id);
                     }
-                    DecodedRecord::ContainerSetMetadata { container_id, .. } => {
+                    DecodedRecord::ContainerSetMetadata { container_id, .. }
+                    | DecodedRecord::ContainerLease { container_id, .. } => {
                         live_containers.insert(container_id);
                     }
                     DecodedRecord::ContainerDelete { .. } => {}
@@ -126,11 +148,32 @@ impl StoreShared {
                 state.etag_version,
                 state.last_modified,
                 &state.metadata,
+                state.lease.as_ref(),
             );
             let mut reservation = self.log.reserve(payload.len())?;
             reservation.payload_mut().copy_from_slice(&payload);
             reservation.commit_nowait();
             report.containers_relocated += 1;
+        }
+        let guard = crossbeam_epoch::pin();
+        let now = self.now();
+        let visible = self.version();
+        let mut seen = std::collections::HashSet::new();
+        let mut relocations = Vec::new();
+        for (container_id, key, record_version) in candidates {
+            if let Some(relocation) = self.live_version(
+                container_id,
+                &key,
+                record_version,
+                segment_start..segment_end,
+                visible,
+                now,
+                &guard,
+            )? {
+                if seen.insert(relocation.node_address) {
+                    relocations.push(relocation);
+                }
+            }
         }
         for group in group_by_size(relocations) {
             report.items_relocated += self.write_relocations(group)?;
@@ -138,41 +181,58 @@ impl StoreShared {
         Ok(())
     }
 
-    /// The version described by `item` if it is what readers see now and is live.
+    /// The version readers see now for the key, if it depends on the segment — its own record
+    /// is `record_version` from the segment, or its value lies in the segment — and is still
+    /// live (an item, or a live lock on an absent key).
+    #[allow(clippy::too_many_arguments)]
     fn live_version(
         &self,
-        version: Version,
-        location: u64,
-        item: &DecodedItem<'_>,
+        container_id: u64,
+        key: &[u8],
+        record_version: Version,
+        segment: std::ops::Range<u64>,
         visible: Version,
         now: u64,
         guard: &crossbeam_epoch::Guard,
-    ) -> Option<Relocation> {
-        let incarnation = self.catalog.by_id(item.write.container_id)?;
-        if !incarnation.is_live() {
-            return None;
-        }
-        let slot = self.index.get(&index_key(incarnation.id, item.write.key))?;
-        let current = slot.visible(visible, guard)?;
-        let value_offset = location + HEADER_BYTES as u64 + item.value_offset as u64;
-        let here = current.version == version
-            && current
+    ) -> Result<Option<Relocation>> {
+        let Some(incarnation) = self
+            .catalog
+            .by_id(container_id)
+            .filter(|incarnation| incarnation.is_live())
+        else {
+            return Ok(None);
+        };
+        let Some(slot) = self.index.get(&index_key(incarnation.id, key)) else {
+            return Ok(None);
+        };
+        let Some(current) = slot.visible(visible, guard) else {
+            return Ok(None);
+        };
+        let depends = current.version == record_version
+            || current
                 .value
-                .is_some_and(|value| value.offset == value_offset);
-        if !here || !current.is_live_at(now) {
-            return None;
+                .is_some_and(|value| segment.contains(&value.offset));
+        let locked = crate::rules::lock::live_lock(current.lock(), now).is_some();
+        if !depends || !(current.is_live_at(now) || locked) {
+            return Ok(None);
         }
-        let value = item.write.value?.to_vec();
-        Some(Relocation {
+        let value = match current.value {
+            Some(location) => Some(self.value_bytes(location, guard)?.to_vec()),
+            None => None,
+        };
+        Ok(Some(Relocation {
+            node_address: current as *const VersionNode as usize,
             slot,
-            version,
-            key: item.write.key.to_vec(),
+            version: current.version,
+            etag_version: current.etag_version,
+            key: key.to_vec(),
             container_id: incarnation.id,
             value,
             last_modified: current.last_modified,
             expires_at: current.expires_at,
             properties: current.properties.as_deref().cloned().unwrap_or_default(),
-        })
+            coordination: current.coordination.as_deref().cloned().unwrap_or_default(),
+        }))
     }
 
     /// Writes one relocation record and swaps each still-current version for its copy.
@@ -184,11 +244,13 @@ impl StoreShared {
             let write = ItemWrite {
                 container_id: relocation.container_id,
                 key: &relocation.key,
-                value: Some(&relocation.value),
+                value: relocation.value.as_deref(),
                 last_modified: relocation.last_modified,
                 expires_at: relocation.expires_at,
                 content_type: relocation.properties.content_type.as_deref(),
                 metadata: &relocation.properties.metadata,
+                etag_version: relocation.etag_version,
+                coordination: Some(&relocation.coordination),
             };
             value_offsets.push(codec::encode_relocated_item(
                 &mut payload,
@@ -206,22 +268,19 @@ impl StoreShared {
         let mut relocated = 0;
         for (relocation, value_offset) in group.into_iter().zip(value_offsets) {
             let head = relocation.slot.settled_head(&guard);
-            // SAFETY: nodes reachable from a slot are freed only through the epoch.
-            let Some(current) = (unsafe { head.as_ref() }) else {
-                continue;
-            };
-            if current.version != relocation.version
-                || current.status.load(Ordering::Acquire) != COMMITTED
-            {
-                // Overwritten meanwhile: the copy is dead (replay skips it, being older).
+            if head.as_raw() as usize != relocation.node_address {
+                // Written meanwhile: the copy is dead (replay skips it, being older).
                 continue;
             }
+            // SAFETY: nodes reachable from a slot are freed only through the epoch.
+            let current = unsafe { head.deref() };
             let copy = Owned::new(VersionNode {
                 version: relocation.version,
+                etag_version: relocation.etag_version,
                 status: COMMITTED.into(),
-                value: Some(ValueLocation {
+                value: relocation.value.as_ref().map(|value| ValueLocation {
                     offset: record_start + value_offset as u64,
-                    length: relocation.value.len() as u32,
+                    length: value.len() as u32,
                 }),
                 last_modified: relocation.last_modified,
                 expires_at: relocation.expires_at,
@@ -229,6 +288,7 @@ impl StoreShared {
                     relocation.properties.content_type.as_deref(),
                     relocation.properties.metadata,
                 ),
+                coordination: coordination_box(relocation.coordination),
                 older: crossbeam_epoch::Atomic::null(),
             });
             let older = current.older.load(Ordering::Acquire, &guard);
@@ -300,7 +360,7 @@ fn group_by_size(relocations: Vec<Relocation>) -> Vec<Vec<Relocation>> {
     let mut current = Vec::new();
     let mut bytes = 0usize;
     for relocation in relocations {
-        bytes += relocation.key.len() + relocation.value.len() + 64;
+        bytes += relocation.key.len() + relocation.value.as_ref().map_or(0, Vec::len) + 64;
         current.push(relocation);
         if bytes >= RELOCATION_RECORD_BYTES {
             groups.push(std::mem::take(&mut current));

@@ -17,8 +17,10 @@ use crossbeam_epoch::{Atomic, Guard, Owned, Shared};
 use crossbeam_utils::Backoff;
 
 use crate::clock::Timestamp;
-use crate::codec::Metadata;
+use crate::codec::{Coordination, Metadata};
 use crate::etag::Version;
+use crate::rules::lease::LeaseRecord;
+use crate::rules::lock::{self, LockRecord};
 
 pub const COMMITTED: u8 = 0;
 pub const PENDING: u8 = 1;
@@ -33,13 +35,18 @@ pub struct Properties {
 
 /// One version of one item.
 pub struct VersionNode {
+    /// The log version that made this node: orders the chain and decides visibility.
     pub version: Version,
+    /// The version the item's ETag shows: the last write of value or properties. Lease and
+    /// lock changes make new nodes that keep it.
+    pub etag_version: Version,
     pub status: AtomicU8,
     /// `None`: the item was deleted at this version (a tombstone).
     pub value: Option<ValueLocation>,
     pub last_modified: Timestamp,
     pub expires_at: Option<Timestamp>,
     pub properties: Option<Box<Properties>>,
+    pub coordination: Option<Box<Coordination>>,
     pub older: Atomic<VersionNode>,
 }
 
@@ -52,9 +59,26 @@ pub struct ValueLocation {
 }
 
 impl VersionNode {
+    /// The item exists at `now`: not deleted, not expired (a live lock suspends expiry).
     pub fn is_live_at(&self, now: Timestamp) -> bool {
-        self.value.is_some() && self.expires_at.is_none_or(|expires_at| now < expires_at)
+        self.value.is_some() && !lock::is_expired_under_lock(self.expires_at, self.lock(), now)
     }
+
+    pub fn lease(&self) -> Option<&LeaseRecord> {
+        self.coordination
+            .as_deref()
+            .and_then(|coordination| coordination.lease.as_ref())
+    }
+
+    pub fn lock(&self) -> Option<&LockRecord> {
+        self.coordination
+            .as_deref()
+            .and_then(|coordination| coordination.lock.as_ref())
+    }
+}
+
+pub fn coordination_box(coordination: Coordination) -> Option<Box<Coordination>> {
+    (!coordination.is_empty()).then(|| Box::new(coordination))
 }
 
 pub struct ItemSlot {

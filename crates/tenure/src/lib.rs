@@ -8,14 +8,12 @@ mod catalog;
 mod clock;
 mod codec;
 mod compaction;
+mod coordination;
 mod error;
 mod etag;
 mod index;
 mod log;
 mod options;
-// The lease and lock rules are table-tested here and wired into the store by the "Leases and
-// cache locks" issue; until then parts of the module are unused.
-#[allow(dead_code)]
 mod rules;
 mod snapshot;
 mod storage;
@@ -26,14 +24,17 @@ mod write;
 pub use batch::Batch;
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp, MICROS_PER_SECOND};
 pub use compaction::CompactionReport;
+pub use coordination::{Lease, LeaseRequest};
 pub use error::{Error, ErrorCode, Result};
 pub use etag::{ETag, ETagArg, Version};
 pub use log::{Durability, Log, LogOptions, RecoveredRecord, Reservation};
 pub use options::{
-    ContainerOptions, ContainerProperties, Item, Limits, Page, ReadOptions, StoreOptions,
-    WriteOptions,
+    ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, Limits, Page, ReadOptions,
+    StoreOptions, WriteOptions,
 };
 pub use rules::conditions::Conditions;
+pub use rules::lease::{LeaseDuration, LeaseId, LeaseInfo, LeaseState};
+pub use rules::lock::LockHandle;
 pub use rules::ttl::Ttl;
 pub use snapshot::Snapshot;
 pub use storage::{FileStorage, Mapping, Storage, StorageFile};

@@ -6,6 +6,8 @@ use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::etag::{ETag, Version};
 use crate::log::Durability;
 use crate::rules::conditions::Conditions;
+use crate::rules::lease::LeaseId;
+use crate::rules::lock::LockHandle;
 use crate::rules::ttl::Ttl;
 
 /// Limits a store enforces on every input (SPEC §1, §8, §13).
@@ -76,6 +78,8 @@ impl std::fmt::Debug for StoreOptions {
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     pub conditions: Conditions,
+    /// Reads of a leased item may name the lease (SPEC §4): a wrong id is refused.
+    pub lease_id: Option<LeaseId>,
 }
 
 /// Options of a write (put, create, replace, delete, set metadata).
@@ -86,6 +90,11 @@ pub struct WriteOptions {
     /// User metadata; a put replaces the item's metadata with this.
     pub metadata: Vec<(String, String)>,
     pub ttl: Ttl,
+    /// Required to write an item whose lease is Leased or Breaking (SPEC §4).
+    pub lease_id: Option<LeaseId>,
+    /// A write with the handle of the item's cache lock replaces it and unlocks (SPEC §6);
+    /// a write without a handle replaces it and releases any lock.
+    pub lock_handle: Option<LockHandle>,
 }
 
 impl WriteOptions {
@@ -95,6 +104,14 @@ impl WriteOptions {
             ..WriteOptions::default()
         }
     }
+}
+
+/// Options of a container write (delete, set metadata): conditions on the container's ETag and
+/// dates, and its lease id (required to delete a leased container; must match if given).
+#[derive(Debug, Clone, Default)]
+pub struct ContainerWriteOptions {
+    pub conditions: Conditions,
+    pub lease_id: Option<LeaseId>,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -11,15 +11,20 @@ use parking_lot::Mutex;
 
 use crate::catalog::{Catalog, ContainerState, Incarnation, LIVE};
 use crate::clock::{Clock, Timestamp};
+use crate::codec::Coordination;
 use crate::codec::{self, DecodedRecord};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
-use crate::index::{index_key, Index, Properties, ValueLocation, VersionNode, COMMITTED};
+use crate::index::{
+    coordination_box, index_key, Index, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED,
+};
 use crate::log::{record::HEADER_BYTES, Log, LogOptions};
 use crate::options::{
-    ContainerOptions, ContainerProperties, Item, Limits, Page, ReadOptions, StoreOptions,
+    ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, Limits, Page, ReadOptions,
+    StoreOptions,
 };
-use crate::rules::conditions::{self, Conditions, ItemFacts};
+use crate::rules::conditions::{self, ItemFacts};
+use crate::rules::lease::{self, ContainerOperation};
 use crate::storage::{FileStorage, Storage};
 use crate::validate;
 
@@ -42,6 +47,7 @@ pub struct StoreShared {
     /// and pruning take this lock, so a prune never drops a version a new snapshot pins.
     pub(crate) snapshots: Mutex<BTreeMap<Version, usize>>,
     pub(crate) oldest_snapshot: AtomicU64,
+    pub(crate) lease_waiters: crate::coordination::LeaseWaiters,
     /// One compaction at a time.
     pub(crate) compaction: Mutex<()>,
     closed: AtomicBool,
@@ -70,11 +76,14 @@ impl Store {
             durability: options.durability,
             ..LogOptions::default()
         };
+        // Leases recovered from the log are clamped against the clock at open (SPEC §11).
+        let now = options.clock.now();
         let log = {
             let mut replay = |record: crate::log::RecoveredRecord<'_>| {
                 replay_record(
                     &index,
                     &catalog,
+                    now,
                     record.version,
                     record.location,
                     record.payload,
@@ -92,6 +101,7 @@ impl Store {
             limits: options.limits,
             snapshots: Mutex::new(BTreeMap::new()),
             oldest_snapshot: AtomicU64::new(u64::MAX),
+            lease_waiters: Default::default(),
             compaction: Mutex::new(()),
             closed: AtomicBool::new(false),
         });
@@ -167,12 +177,9 @@ impl StoreShared {
         self.check_open()?;
         validate::container_name(name)?;
         validate::metadata(&options.metadata, &self.limits)?;
-        if options.default_ttl_seconds == Some(0) {
-            return Err(Error::invalid(
-                "default_ttl",
-                "must be positive seconds, or None for no default",
-            ));
-        }
+        crate::rules::ttl::container_default_ttl_seconds(
+            options.default_ttl_seconds.map(i64::from),
+        )?;
         let _changes = self.catalog.changes.lock();
         if self.catalog.live(name).is_some() {
             return Err(Error::rejected(ErrorCode::ContainerAlreadyExists));
@@ -193,6 +200,7 @@ impl StoreShared {
             default_ttl_seconds: options.default_ttl_seconds,
             deleted_version: AtomicU64::new(LIVE),
             state: Mutex::new(ContainerState {
+                lease: None,
                 metadata: options.metadata.clone(),
                 etag_version: version,
                 last_modified: now,
@@ -204,16 +212,21 @@ impl StoreShared {
     }
 
     /// Deletes the container and, atomically, every item in it.
-    pub fn delete_container(&self, name: &str, conditions: &Conditions) -> Result<()> {
+    pub fn delete_container(&self, name: &str, options: &ContainerWriteOptions) -> Result<()> {
         self.check_open()?;
         validate::container_name(name)?;
-        validate::container_conditions(conditions)?;
+        validate::container_conditions(&options.conditions)?;
         let _changes = self.catalog.changes.lock();
         let incarnation = self
             .catalog
             .live(name)
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
-        check_container_conditions(&incarnation, conditions)?;
+        check_container_write(
+            &incarnation,
+            options,
+            ContainerOperation::Delete,
+            self.now(),
+        )?;
         let payload = codec::encode_container_delete(incarnation.id);
         let mut reservation = self.log.reserve(payload.len())?;
         reservation.payload_mut().copy_from_slice(&payload);
@@ -240,18 +253,18 @@ impl StoreShared {
         &self,
         name: &str,
         metadata: &[(String, String)],
-        conditions: &Conditions,
+        options: &ContainerWriteOptions,
     ) -> Result<ETag> {
         self.check_open()?;
         validate::container_name(name)?;
         validate::metadata(metadata, &self.limits)?;
-        validate::container_conditions(conditions)?;
+        validate::container_conditions(&options.conditions)?;
         let _changes = self.catalog.changes.lock();
         let incarnation = self
             .catalog
             .live(name)
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
-        check_container_conditions(&incarnation, conditions)?;
+        check_container_write(&incarnation, options, ContainerOperation::Other, self.now())?;
         let now = self.now();
         let payload = codec::encode_container_set_metadata(incarnation.id, metadata, now);
         let mut reservation = self.log.reserve(payload.len())?;
@@ -324,7 +337,12 @@ impl StoreShared {
             true,
             false,
         )?;
-        Ok((item.version != version).then_some(item))
+        let facts = ItemFacts {
+            etag: item.etag,
+            version: item.version,
+            last_modified: item.last_modified,
+        };
+        Ok(conditions::get_if_newer(version, Some(&facts))?.then_some(item))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -358,8 +376,19 @@ impl StoreShared {
             let node = slot
                 .and_then(|slot| self.resolve(slot, version, repeatable, &guard))
                 .filter(|node| node.is_live_at(now));
-            conditions::check_read(&options.conditions, node.map(facts_of).as_ref())?;
-            let node = node.ok_or_else(|| Error::rejected(ErrorCode::NotFound))?;
+            let Some(node) = node else {
+                conditions::check_read(&options.conditions, None)?;
+                return Err(Error::rejected(ErrorCode::NotFound));
+            };
+            let facts = facts_of(node);
+            lease::check_lease_for_item_operation(
+                node.lease(),
+                now,
+                options.lease_id,
+                lease::Access::Read,
+            )
+            .map_err(|error| crate::rules::with_current_etag(error, Some(facts.etag)))?;
+            conditions::check_read(&options.conditions, Some(&facts))?;
             self.item_from(key, node, with_value, &guard)
         })
     }
@@ -407,8 +436,8 @@ impl StoreShared {
         Ok(Item {
             key: key.to_vec(),
             value,
-            etag: ETag(node.version),
-            version: node.version,
+            etag: ETag(node.etag_version),
+            version: node.etag_version,
             last_modified: node.last_modified,
             content_type: properties.and_then(|properties| properties.content_type.clone()),
             metadata: properties
@@ -540,8 +569,8 @@ impl StoreShared {
 
 pub(crate) fn facts_of(node: &VersionNode) -> ItemFacts {
     ItemFacts {
-        etag: ETag(node.version),
-        version: node.version,
+        etag: ETag(node.etag_version),
+        version: node.etag_version,
         last_modified: node.last_modified,
     }
 }
@@ -557,9 +586,22 @@ fn properties_of(incarnation: &Incarnation) -> ContainerProperties {
     }
 }
 
-/// Container writes take date conditions and ETag conditions on the container's ETag.
-fn check_container_conditions(incarnation: &Incarnation, conditions: &Conditions) -> Result<()> {
+/// Container writes check the container's lease (SPEC §5), then date and ETag conditions on
+/// the container's own ETag.
+fn check_container_write(
+    incarnation: &Incarnation,
+    options: &ContainerWriteOptions,
+    operation: ContainerOperation,
+    now: Timestamp,
+) -> Result<()> {
+    let conditions = &options.conditions;
     let state = incarnation.state.lock();
+    lease::check_lease_for_container_operation(
+        state.lease.as_ref(),
+        now,
+        options.lease_id,
+        operation,
+    )?;
     let facts = ItemFacts {
         etag: ETag(state.etag_version),
         version: state.etag_version,
@@ -597,6 +639,7 @@ fn decode_continuation(token: &str) -> Result<Vec<u8>> {
 fn replay_record(
     index: &Index,
     catalog: &Catalog,
+    now: Timestamp,
     version: Version,
     location: u64,
     payload: &[u8],
@@ -612,14 +655,37 @@ fn replay_record(
     match record {
         DecodedRecord::Items(items) => {
             for item in items {
-                replay_item(index, catalog, version, location, &item, false);
+                replay_item(index, catalog, (version, now), location, &item, false);
             }
         }
         DecodedRecord::RelocatedItems(items) => {
             for (original_version, item) in items {
-                replay_item(index, catalog, original_version, location, &item, true);
+                replay_item(
+                    index,
+                    catalog,
+                    (original_version, now),
+                    location,
+                    &item,
+                    true,
+                );
             }
         }
+        DecodedRecord::ItemCoordination {
+            container_id,
+            key,
+            etag_version,
+            expires_at,
+            coordination,
+        } => replay_coordination(
+            index,
+            catalog,
+            (version, now),
+            container_id,
+            key,
+            etag_version,
+            expires_at,
+            coordination,
+        ),
         DecodedRecord::ContainerState {
             id,
             name,
@@ -627,32 +693,33 @@ fn replay_record(
             etag_version,
             last_modified,
             metadata,
-        } => match catalog
-            .by_id(id)
-            .filter(|incarnation| !Catalog::is_placeholder(incarnation))
-        {
-            Some(incarnation) => {
-                let mut state = incarnation.state.lock();
-                if etag_version >= state.etag_version {
-                    *state = ContainerState {
-                        metadata,
-                        etag_version,
-                        last_modified,
-                    };
+            lease,
+        } => {
+            let state = ContainerState {
+                lease: lease.map(|lease| lease.clamped_after_reopen(now)),
+                metadata,
+                etag_version,
+                last_modified,
+            };
+            match catalog
+                .by_id(id)
+                .filter(|incarnation| !Catalog::is_placeholder(incarnation))
+            {
+                Some(incarnation) => {
+                    let mut current = incarnation.state.lock();
+                    if etag_version >= current.etag_version {
+                        *current = state;
+                    }
                 }
+                None => catalog.resolve(Arc::new(Incarnation {
+                    id,
+                    name: name.to_owned(),
+                    default_ttl_seconds,
+                    deleted_version: AtomicU64::new(LIVE),
+                    state: Mutex::new(state),
+                })),
             }
-            None => catalog.resolve(Arc::new(Incarnation {
-                id,
-                name: name.to_owned(),
-                default_ttl_seconds,
-                deleted_version: AtomicU64::new(LIVE),
-                state: Mutex::new(ContainerState {
-                    metadata,
-                    etag_version,
-                    last_modified,
-                }),
-            })),
-        },
+        }
         DecodedRecord::ContainerCreate {
             name,
             default_ttl_seconds,
@@ -668,6 +735,7 @@ fn replay_record(
                 default_ttl_seconds,
                 deleted_version: AtomicU64::new(LIVE),
                 state: Mutex::new(ContainerState {
+                    lease: None,
                     metadata,
                     etag_version: version,
                     last_modified: created_at,
@@ -693,6 +761,14 @@ fn replay_record(
                 state.last_modified = modified_at;
             }
         }
+        DecodedRecord::ContainerLease {
+            container_id,
+            lease,
+        } => {
+            if let Some(incarnation) = catalog.by_id(container_id) {
+                incarnation.state.lock().lease = lease.map(|lease| lease.clamped_after_reopen(now));
+            }
+        }
     }
     Ok(())
 }
@@ -703,7 +779,7 @@ fn replay_record(
 fn replay_item(
     index: &Index,
     catalog: &Catalog,
-    version: Version,
+    (version, now): (Version, Timestamp),
     location: u64,
     item: &codec::DecodedItem<'_>,
     relocated: bool,
@@ -719,21 +795,100 @@ fn replay_item(
     if relocated && unsafe { head.as_ref() }.is_some_and(|node| node.version > version) {
         return;
     }
-    let node = crossbeam_epoch::Owned::new(VersionNode {
-        version,
-        status: COMMITTED.into(),
-        value: item.write.value.map(|value| ValueLocation {
-            offset: location + HEADER_BYTES as u64 + item.value_offset as u64,
-            length: value.len() as u32,
-        }),
-        last_modified: item.write.last_modified,
-        expires_at: item.write.expires_at,
-        properties: properties_box(item.write.content_type, item.metadata.clone()),
-        older: crossbeam_epoch::Atomic::null(),
-    });
-    if slot.install(head, node, &guard).is_ok() {
+    let etag_version = if item.write.etag_version == 0 {
+        version
+    } else {
+        item.write.etag_version
+    };
+    install_replayed(
+        &slot,
+        head,
+        VersionNode {
+            version,
+            etag_version,
+            status: COMMITTED.into(),
+            value: item.write.value.map(|value| ValueLocation {
+                offset: location + HEADER_BYTES as u64 + item.value_offset as u64,
+                length: value.len() as u32,
+            }),
+            last_modified: item.write.last_modified,
+            expires_at: item.write.expires_at,
+            properties: properties_box(item.write.content_type, item.metadata.clone()),
+            coordination: coordination_box(crate::coordination::clamp_after_reopen(
+                item.coordination.clone(),
+                now,
+            )),
+            older: crossbeam_epoch::Atomic::null(),
+        },
+        &guard,
+    );
+}
+
+/// A lease or lock change: the key's current version with new coordination state. Skipped
+/// when the version it applied to is gone (compaction then carried the state forward).
+#[allow(clippy::too_many_arguments)]
+fn replay_coordination(
+    index: &Index,
+    catalog: &Catalog,
+    (version, now): (Version, Timestamp),
+    container_id: u64,
+    key: &[u8],
+    etag_version: Version,
+    expires_at: Option<Timestamp>,
+    coordination: Coordination,
+) {
+    let coordination = crate::coordination::clamp_after_reopen(coordination, now);
+    let incarnation = catalog.by_id_or_placeholder(container_id);
+    if !incarnation.is_live() {
+        return;
+    }
+    let guard = crossbeam_epoch::pin();
+    let slot = index.get_or_insert(&index_key(incarnation.id, key));
+    let head = slot.head.load(Ordering::Acquire, &guard);
+    // SAFETY: single-threaded replay.
+    let current = unsafe { head.as_ref() };
+    let node = match current {
+        Some(node) if node.value.is_some() && node.etag_version == etag_version => VersionNode {
+            version,
+            etag_version,
+            status: COMMITTED.into(),
+            value: node.value,
+            last_modified: node.last_modified,
+            expires_at,
+            properties: node.properties.clone(),
+            coordination: coordination_box(coordination),
+            older: crossbeam_epoch::Atomic::null(),
+        },
+        // A lock on a key with no item (force-locked while absent).
+        _ if etag_version == 0 => VersionNode {
+            version,
+            etag_version: 0,
+            status: COMMITTED.into(),
+            value: None,
+            last_modified: 0,
+            expires_at: None,
+            properties: None,
+            coordination: coordination_box(coordination),
+            older: crossbeam_epoch::Atomic::null(),
+        },
+        _ => return,
+    };
+    install_replayed(&slot, head, node, &guard);
+}
+
+fn install_replayed(
+    slot: &ItemSlot,
+    head: crossbeam_epoch::Shared<'_, VersionNode>,
+    node: VersionNode,
+    guard: &Guard,
+) {
+    let version = node.version;
+    if slot
+        .install(head, crossbeam_epoch::Owned::new(node), guard)
+        .is_ok()
+    {
         // Nothing can see older versions at open.
-        slot.prune(version, &guard);
+        slot.prune(version, guard);
     }
 }
 

@@ -6,20 +6,79 @@ use std::sync::atomic::Ordering;
 use crossbeam_epoch::{Owned, Shared};
 use rand::Rng;
 
+use crate::codec::Coordination;
 use crate::codec::{self, ItemWrite};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
-use crate::index::{index_key, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED};
+use crate::index::{
+    coordination_box, index_key, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED,
+};
 use crate::log::record::HEADER_BYTES;
 use crate::options::{Item, ReadOptions, WriteOptions};
 use crate::rules::conditions::{self, Conditions, WriteKind};
+use crate::rules::lease::{self, Access, LeaseEffect};
+use crate::rules::lock::{self, LockEffect};
 use crate::rules::ttl;
+use crate::rules::with_current_etag;
 use crate::store::{facts_of, properties_box, StoreShared};
 use crate::validate;
 
 /// A writer that keeps losing the compare-and-swap to other writers gives up after this many
 /// attempts (each loss means another write succeeded, so the store as a whole progresses).
 const MAX_INSTALL_ATTEMPTS: usize = 100_000;
+
+/// Step 4 of a write (SPEC §3, §4, §6): the lease check, then the lock check, and the
+/// coordination state the written version carries. A lease survives a write made with its id
+/// and is cleared by a write without an id once Expired or Broken; deleting the item drops it.
+/// Every data write releases the item's lock (with its handle, or a plain write replacing it).
+pub(crate) fn coordination_after_write(
+    state: &Coordination,
+    item_present: bool,
+    kind: WriteKind,
+    options: &WriteOptions,
+    now: crate::clock::Timestamp,
+) -> Result<Coordination> {
+    // The lease of a deleted or expired item went with it.
+    let lease_record = state.lease.as_ref().filter(|_| item_present);
+    let lease_effect = if kind == WriteKind::Check && options.lease_id.is_none() {
+        LeaseEffect::Keep
+    } else {
+        lease::check_lease_for_item_operation(lease_record, now, options.lease_id, Access::Write)?
+    };
+    // A key force-locked while absent keeps its lock on a node without a value.
+    let key = lock::KeyFacts {
+        item_present,
+        lock: state.lock.as_ref(),
+        now,
+    };
+    let lock_effect = match (options.lock_handle, kind) {
+        (Some(handle), WriteKind::Delete) => lock::delete_with_handle(key, handle)?,
+        (Some(handle), WriteKind::Check) => {
+            lock::check_lock_for_read(key)?;
+            match lock::live_lock(key.lock, now) {
+                Some(live) if live.handle == handle => LockEffect::Keep,
+                Some(_) => return Err(Error::rejected(ErrorCode::InvalidLockHandle)),
+                None => return Err(Error::rejected(ErrorCode::ObjectNotLocked)),
+            }
+        }
+        (Some(handle), _) => lock::put_and_unlock(key, handle)?,
+        (None, WriteKind::Check) => LockEffect::Keep,
+        // A plain write is never refused by a lock: it replaces the item and ends the lock.
+        (None, _) => lock::plain_write(key),
+    };
+    if kind == WriteKind::Check {
+        return Ok(state.clone());
+    }
+    let lease = match (kind, lease_effect) {
+        (WriteKind::Delete, _) | (_, LeaseEffect::Clear) => None,
+        (_, LeaseEffect::Keep) => lease_record.cloned(),
+    };
+    let lock = match lock_effect {
+        LockEffect::Keep => state.lock,
+        LockEffect::Release => None,
+    };
+    Ok(Coordination { lease, lock })
+}
 
 /// What a write does to the item.
 #[derive(Clone, Copy)]
@@ -193,9 +252,32 @@ impl StoreShared {
             // SAFETY: nodes reachable from a slot are freed only through the epoch.
             let current = unsafe { head.as_ref() }.filter(|node| node.is_live_at(now));
             let facts = current.map(facts_of);
-            // 3. existence, 4. (leases and locks: not yet), 5. conditions
-            conditions::check_write_existence(kind, &options.conditions, facts.as_ref())?;
-            conditions::check_write_conditions(kind, &options.conditions, facts.as_ref())?;
+            // SAFETY: as above.
+            let head_node = unsafe { head.as_ref() };
+            let state = head_node
+                .and_then(|node| node.coordination.as_deref().cloned())
+                .unwrap_or_default();
+            // 3. existence, 4. lease and lock, 5. conditions
+            let checked =
+                conditions::check_write_existence(kind, &options.conditions, facts.as_ref())
+                    .and_then(|()| {
+                        coordination_after_write(&state, current.is_some(), kind, options, now)
+                            .map_err(|error| {
+                                with_current_etag(error, facts.map(|facts| facts.etag))
+                            })
+                    })
+                    .and_then(|coordination| {
+                        conditions::check_write_conditions(
+                            kind,
+                            &options.conditions,
+                            facts.as_ref(),
+                        )
+                        .map(|()| coordination)
+                    });
+            let coordination = match checked {
+                Ok(coordination) => coordination,
+                Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
+            };
             // 6. the change, atomically with the checks: the CAS expects `head`.
             let (value, properties): (Option<Vec<u8>>, Properties) = match change {
                 Change::Value(value) => (
@@ -232,6 +314,8 @@ impl StoreShared {
                 expires_at,
                 content_type: properties.content_type.as_deref(),
                 metadata: &properties.metadata,
+                etag_version: 0,
+                coordination: Some(&coordination),
             };
             let mut payload = Vec::with_capacity(1 + codec::item_write_size(&write));
             payload.push(codec::OP_ITEM_WRITE);
@@ -241,6 +325,7 @@ impl StoreShared {
             let version = reservation.version();
             let node = Owned::new(VersionNode {
                 version,
+                etag_version: version,
                 status: COMMITTED.into(),
                 value: value.as_ref().map(|value| ValueLocation {
                     offset: reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
@@ -249,6 +334,7 @@ impl StoreShared {
                 last_modified: now,
                 expires_at,
                 properties: properties_box(properties.content_type.as_deref(), properties.metadata),
+                coordination: coordination_box(coordination),
                 older: crossbeam_epoch::Atomic::null(),
             });
             match slot.install(head, node, &guard) {
@@ -259,6 +345,8 @@ impl StoreShared {
                         return Err(Error::rejected(ErrorCode::ContainerNotFound));
                     }
                     self.maybe_prune(&slot, installed, &guard);
+                    // A delete drops the lease; a write may clear an Expired or Broken one.
+                    self.lease_waiters.notify();
                     return Ok(match change {
                         Change::Delete => None,
                         _ => Some(version),
@@ -274,6 +362,26 @@ impl StoreShared {
             "key",
             "gave up after too many concurrent writes to this key",
         ))
+    }
+
+    /// A refusal judged against a version that is installed but not yet acknowledged (its
+    /// writer is still completing or syncing it) is returned only once that version is
+    /// visible: otherwise a read started after the refusal could still see the older state,
+    /// and the refusal would not be linearizable. Successful writes need no such wait: their
+    /// own acknowledgement waits for every earlier version.
+    pub(crate) fn settle_refusal(
+        &self,
+        judged_against: Option<&VersionNode>,
+        refusal: Error,
+    ) -> Error {
+        if let Some(node) = judged_against {
+            if node.version > self.version() {
+                if let Err(error) = self.log.wait(node.version) {
+                    return error;
+                }
+            }
+        }
+        refusal
     }
 
     /// Unlinks versions no snapshot can see once a chain grows past a few versions.

@@ -194,9 +194,7 @@ fn a_container_created_in_a_compacted_segment_keeps_its_later_items_across_reope
             )
             .unwrap();
     }
-    store
-        .delete_container("gone", &Conditions::default())
-        .unwrap();
+    store.delete_container("gone", &Default::default()).unwrap();
     // Compact only the oldest segments: a later segment still holds items of "early" that
     // come before the relocated container state in the log.
     store.compact().unwrap();

@@ -12,7 +12,10 @@ use tenure::{
 use tenure_testkit::{CrashPolicy, SimStorage};
 
 fn read(conditions: Conditions) -> ReadOptions {
-    ReadOptions { conditions }
+    ReadOptions {
+        conditions,
+        ..ReadOptions::default()
+    }
 }
 
 fn write(conditions: Conditions) -> WriteOptions {
@@ -329,7 +332,7 @@ fn containers_create_twice_missing_and_delete_takes_every_item() {
             .put("c", &index.to_be_bytes(), b"v", &WriteOptions::default())
             .unwrap();
     }
-    store.delete_container("c", &Conditions::default()).unwrap();
+    store.delete_container("c", &Default::default()).unwrap();
     assert_eq!(
         code(store.get("c", &0u32.to_be_bytes(), &ReadOptions::default())),
         ErrorCode::ContainerNotFound
@@ -548,7 +551,7 @@ fn snapshots_are_repeatable_whatever_is_written_meanwhile() {
         .delete("c", b"b", &WriteOptions::default())
         .unwrap_or(());
     clock.advance_seconds(100);
-    store.delete_container("c", &Conditions::default()).unwrap();
+    store.delete_container("c", &Default::default()).unwrap();
     assert_eq!(
         snapshot
             .get("c", b"a", &ReadOptions::default())

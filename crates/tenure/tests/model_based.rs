@@ -94,7 +94,7 @@ fn run_sequence(seed: u64) {
                 );
             }
             8..=9 => {
-                let result = store.delete_container(container, &Conditions::default());
+                let result = store.delete_container(container, &Default::default());
                 assert_eq!(
                     outcome(&result),
                     model.delete_container(container),

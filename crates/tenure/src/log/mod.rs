@@ -303,6 +303,11 @@ impl Log {
         Ok(())
     }
 
+    /// Bytes per slot: segment `s` starts at global offset `s * slot_size_bytes`.
+    pub fn slot_size_bytes(&self) -> u64 {
+        self.shared.slot_size
+    }
+
     /// Bytes of segment files (allocated log space).
     pub fn allocated_bytes(&self) -> u64 {
         self.shared

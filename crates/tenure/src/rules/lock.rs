@@ -139,7 +139,8 @@ pub fn put_and_unlock(key: KeyFacts<'_>, handle: LockHandle) -> Result<LockEffec
 }
 
 /// `unlock(key, handle)`: releases the lock, also of a key force-locked while absent. Whether
-/// the item then goes at once is [`expired_after_unlock`].
+/// the item then goes at once follows from [`is_expired_under_lock`]: the lock no longer
+/// suspends its expiry.
 pub fn unlock(key: KeyFacts<'_>, handle: LockHandle) -> Result<LockEffect> {
     release_with_handle(key, handle)
 }
@@ -189,16 +190,6 @@ pub fn is_expired_under_lock(
     now: Timestamp,
 ) -> bool {
     live_lock(lock, now).is_none() && is_expired(expires_at, now)
-}
-
-/// After an explicit `unlock`: the item is removed at once when it is past its expiry, unless
-/// the unlock passed a new TTL (which the engine then counts from `now`).
-pub fn expired_after_unlock(
-    expires_at: Option<Timestamp>,
-    new_ttl_given: bool,
-    now: Timestamp,
-) -> bool {
-    !new_ttl_given && is_expired(expires_at, now)
 }
 
 /// The `put_and_unlock` / `unlock` column logic: `NotFound` for a missing, unlocked key,

@@ -245,14 +245,6 @@ fn a_live_lock_suspends_expiry() {
 }
 
 #[test]
-fn unlock_past_expiry_removes_the_item_unless_a_new_ttl_is_given() {
-    assert!(expired_after_unlock(Some(NOW), false, NOW));
-    assert!(!expired_after_unlock(Some(NOW), true, NOW));
-    assert!(!expired_after_unlock(Some(NOW + 1), false, NOW));
-    assert!(!expired_after_unlock(None, false, NOW));
-}
-
-#[test]
 fn lock_handles_are_32_hex_digits() {
     let handle = LockHandle(0x0123_4567_89ab_cdef_0011_2233_4455_6677);
     assert_eq!(handle.to_string(), "0123456789abcdef0011223344556677");

@@ -3,7 +3,7 @@
 //! every read path at once.
 //!
 //! A live cache lock suspends expiry (SPEC §6); that rule is in `lock.rs`
-//! (`is_expired_under_lock`, `expired_after_unlock`).
+//! (`is_expired_under_lock`).
 
 use crate::clock::{Timestamp, MICROS_PER_SECOND};
 use crate::error::{Error, Result};

@@ -1,0 +1,663 @@
+//! A linearizability checker for concurrent histories of one container's items (SPEC §3 step 6,
+//! §9 "strong"): get, put, conditional put (`if_match`) and delete.
+//!
+//! A history is a list of [`Operation`]s, each with the call, the response, and its invoke and
+//! return instants taken from one shared monotonic counter (so `a.ret < b.invoke` means `a`
+//! returned before `b` was called). Keys are independent, so [`check`] partitions the history by
+//! key and checks every key's sub-history on its own (linearizability is compositional).
+//!
+//! The sequential specification of one key is a register with ETag/version semantics:
+//!
+//! - state: the current item, `None` or `(value, version)`, plus the highest version ever
+//!   written to the key (versions strictly increase over the whole store, so the writes of one
+//!   key take increasing versions in linearization order — a deleted key remembers its floor);
+//! - `get` → the item, or `NotFound`;
+//! - `put` → `Written(v)` with `v` above the floor; the item becomes `(value, v)`;
+//! - `put if_match=E` → `Written(v)` iff the item exists with version `E` (and `v` is above the
+//!   floor), otherwise `ConditionNotMet` and nothing changes;
+//! - `delete` → `Deleted` iff the item exists (the item becomes `None`), otherwise `NotFound`.
+//!
+//! A response the specification does not allow at an operation's linearization point (including
+//! any other error) makes that point illegal. The search is Wing & Gong's, as refined by Lowe
+//! ("just-in-time" linearization) with the memoisation of Horn & Kroening's P-compositionality
+//! paper: depth-first, at each step linearizing one pending operation that may come next in real
+//! time and whose response the specification accepts, remembering every
+//! (set of linearized operations, state) pair already explored so no configuration is searched
+//! twice. Every operation must have returned (a history of completed operations).
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+
+/// The store-wide version an ETag carries (tenure's `Version`).
+pub type Version = u64;
+
+/// What an operation asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Call {
+    Get,
+    /// An unconditional put (last writer wins).
+    Put {
+        value: Vec<u8>,
+    },
+    /// A put with `if_match` = the ETag of `version`.
+    PutIfMatch {
+        value: Vec<u8>,
+        if_match: Version,
+    },
+    Delete,
+}
+
+/// What an operation answered.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Response {
+    /// A get found the item.
+    Found { value: Vec<u8>, version: Version },
+    /// A put succeeded; `version` is its new ETag's version.
+    Written { version: Version },
+    /// A delete succeeded.
+    Deleted,
+    /// `NotFound` (a get or delete of a missing item).
+    NotFound,
+    /// `ConditionNotMet` (a conditional put whose ETag did not match).
+    ConditionNotMet,
+    /// Any other error, by code name; the specification never allows it.
+    Failed(String),
+}
+
+/// One completed operation of a history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    pub key: Vec<u8>,
+    /// Who issued it (for reports only).
+    pub thread: usize,
+    /// The shared counter's value just before the call.
+    pub invoke: u64,
+    /// The shared counter's value just after the return; must exceed `invoke`.
+    pub ret: u64,
+    pub call: Call,
+    pub response: Response,
+}
+
+/// A key whose sub-history has no linearization.
+#[derive(Debug, Clone)]
+pub struct Violation {
+    pub key: Vec<u8>,
+    /// The key's operations, ordered by invoke.
+    pub operations: Vec<Operation>,
+    /// The longest sequence of operations (indices into `operations`) the search could
+    /// linearize before getting stuck: the operation that fails is among those that could
+    /// come next.
+    pub longest_prefix: Vec<usize>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            formatter,
+            "key {:?}: no linearization of {} operations; the longest linearizable prefix has {}",
+            String::from_utf8_lossy(&self.key),
+            self.operations.len(),
+            self.longest_prefix.len()
+        )?;
+        writeln!(formatter, "history (ordered by invoke):")?;
+        for (index, operation) in self.operations.iter().enumerate() {
+            writeln!(formatter, "  #{index:<3} {}", describe(operation))?;
+        }
+        let order: Vec<String> = self
+            .longest_prefix
+            .iter()
+            .map(|index| format!("#{index}"))
+            .collect();
+        write!(formatter, "longest prefix: {}", order.join(" "))
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// One line per operation: `[invoke, ret] thread t: call -> response`.
+pub fn describe(operation: &Operation) -> String {
+    let value = |bytes: &[u8]| format!("{:?}", String::from_utf8_lossy(bytes));
+    let call = match &operation.call {
+        Call::Get => "get".to_owned(),
+        Call::Put { value: bytes } => format!("put {}", value(bytes)),
+        Call::PutIfMatch {
+            value: bytes,
+            if_match,
+        } => format!("put {} if_match v{if_match}", value(bytes)),
+        Call::Delete => "delete".to_owned(),
+    };
+    let response = match &operation.response {
+        Response::Found {
+            value: bytes,
+            version,
+        } => format!("found {} v{version}", value(bytes)),
+        Response::Written { version } => format!("ok v{version}"),
+        Response::Deleted => "ok".to_owned(),
+        Response::NotFound => "NotFound".to_owned(),
+        Response::ConditionNotMet => "ConditionNotMet".to_owned(),
+        Response::Failed(code) => format!("error {code}"),
+    };
+    format!(
+        "[{:>5}, {:>5}] thread {}: {call} -> {response}",
+        operation.invoke, operation.ret, operation.thread
+    )
+}
+
+/// Checks every key's sub-history; the first key without a linearization is reported. Keys
+/// start absent (a fresh container).
+pub fn check(history: &[Operation]) -> Result<(), Violation> {
+    let mut by_key: BTreeMap<&[u8], Vec<Operation>> = BTreeMap::new();
+    for operation in history {
+        by_key
+            .entry(&operation.key)
+            .or_default()
+            .push(operation.clone());
+    }
+    for (key, operations) in by_key {
+        check_key(key, operations)?;
+    }
+    Ok(())
+}
+
+/// Checks the operations of one key (all of them must carry `key`).
+pub fn check_key(key: &[u8], mut operations: Vec<Operation>) -> Result<(), Violation> {
+    operations.sort_by_key(|operation| (operation.invoke, operation.ret));
+    for operation in &operations {
+        assert!(
+            operation.invoke < operation.ret,
+            "an operation returns after it is invoked: {}",
+            describe(operation)
+        );
+        assert_eq!(operation.key, key, "an operation of another key");
+    }
+    match Search::new(&operations).run() {
+        Ok(_) => Ok(()),
+        Err(longest_prefix) => Err(Violation {
+            key: key.to_vec(),
+            operations,
+            longest_prefix,
+        }),
+    }
+}
+
+/// The specification's state of one key. The current item is named by the index of the put
+/// that wrote it (its value and version live in that operation), which keeps the state small
+/// and cheap to hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct State {
+    /// The put whose value the key holds, or `None` when absent.
+    current: Option<u32>,
+    /// The highest version written to the key so far (0 initially).
+    floor: Version,
+}
+
+/// A fixed-size set of operation indices.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct BitSet(Box<[u64]>);
+
+impl BitSet {
+    fn new(size: usize) -> BitSet {
+        BitSet(vec![0; size.div_ceil(64)].into_boxed_slice())
+    }
+
+    fn contains(&self, index: usize) -> bool {
+        self.0[index / 64] & (1 << (index % 64)) != 0
+    }
+
+    fn insert(&mut self, index: usize) {
+        self.0[index / 64] |= 1 << (index % 64);
+    }
+
+    fn remove(&mut self, index: usize) {
+        self.0[index / 64] &= !(1 << (index % 64));
+    }
+}
+
+struct Search<'a> {
+    operations: &'a [Operation],
+}
+
+/// One level of the depth-first search.
+struct Frame {
+    /// The operation linearized to reach this level (`None` at the root).
+    via: Option<usize>,
+    state: State,
+    /// The next operation (index in invoke order) to try from this level.
+    cursor: usize,
+    /// The earliest return among the operations not yet linearized: only operations invoked
+    /// before it may come next.
+    horizon: u64,
+}
+
+impl<'a> Search<'a> {
+    fn new(operations: &'a [Operation]) -> Search<'a> {
+        assert!(
+            operations.len() < u32::MAX as usize,
+            "too many operations for one key"
+        );
+        Search { operations }
+    }
+
+    /// The sequential specification: the state after `index` is linearized in `state`, or
+    /// `None` when its response is illegal there.
+    fn step(&self, state: State, index: usize) -> Option<State> {
+        let operation = &self.operations[index];
+        let current = state.current.map(|writer| {
+            let writer = &self.operations[writer as usize];
+            let value = match &writer.call {
+                Call::Put { value } | Call::PutIfMatch { value, .. } => value,
+                _ => unreachable!("only puts become the current item"),
+            };
+            let Response::Written { version } = writer.response else {
+                unreachable!("only successful puts become the current item")
+            };
+            (value, version)
+        });
+        let written = |version: Version| {
+            (version > state.floor).then_some(State {
+                current: Some(index as u32),
+                floor: version,
+            })
+        };
+        match (&operation.call, &operation.response) {
+            (Call::Get, Response::Found { value, version }) => {
+                (current == Some((value, *version))).then_some(state)
+            }
+            (Call::Get, Response::NotFound) => current.is_none().then_some(state),
+            (Call::Put { .. }, Response::Written { version }) => written(*version),
+            (Call::PutIfMatch { if_match, .. }, Response::Written { version }) => match current {
+                Some((_, current_version)) if current_version == *if_match => written(*version),
+                _ => None,
+            },
+            (Call::PutIfMatch { if_match, .. }, Response::ConditionNotMet) => match current {
+                Some((_, current_version)) if current_version == *if_match => None,
+                _ => Some(state),
+            },
+            (Call::Delete, Response::Deleted) => current.map(|_| State {
+                current: None,
+                floor: state.floor,
+            }),
+            (Call::Delete, Response::NotFound) => current.is_none().then_some(state),
+            _ => None,
+        }
+    }
+
+    fn horizon(&self, linearized: &BitSet) -> u64 {
+        self.operations
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !linearized.contains(*index))
+            .map(|(_, operation)| operation.ret)
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// A linearization (operation indices in order), or the longest prefix found.
+    fn run(&self) -> Result<Vec<usize>, Vec<usize>> {
+        let count = self.operations.len();
+        let mut linearized = BitSet::new(count);
+        let mut done = 0;
+        let mut seen: HashSet<(BitSet, State)> = HashSet::new();
+        let mut stack = vec![Frame {
+            via: None,
+            state: State {
+                current: None,
+                floor: 0,
+            },
+            cursor: 0,
+            horizon: self.horizon(&linearized),
+        }];
+        let mut longest: Vec<usize> = Vec::new();
+        loop {
+            if done == count {
+                return Ok(stack.iter().filter_map(|frame| frame.via).collect());
+            }
+            let top = stack.last_mut().expect("the root is never popped here");
+            let mut next = None;
+            while top.cursor < count && self.operations[top.cursor].invoke < top.horizon {
+                let index = top.cursor;
+                top.cursor += 1;
+                if linearized.contains(index) {
+                    continue;
+                }
+                let Some(state) = self.step(top.state, index) else {
+                    continue;
+                };
+                linearized.insert(index);
+                if seen.insert((linearized.clone(), state)) {
+                    next = Some((index, state));
+                    break;
+                }
+                linearized.remove(index);
+            }
+            match next {
+                Some((index, state)) => {
+                    done += 1;
+                    let horizon = self.horizon(&linearized);
+                    stack.push(Frame {
+                        via: Some(index),
+                        state,
+                        cursor: 0,
+                        horizon,
+                    });
+                    if done > longest.len() {
+                        longest = stack.iter().filter_map(|frame| frame.via).collect();
+                    }
+                }
+                None => {
+                    let frame = stack.pop().expect("a frame to leave");
+                    match frame.via {
+                        Some(index) => {
+                            linearized.remove(index);
+                            done -= 1;
+                        }
+                        None => return Err(longest),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds histories by hand: `op(thread, invoke, ret, call, response)` on key "k".
+    fn op(thread: usize, invoke: u64, ret: u64, call: Call, response: Response) -> Operation {
+        Operation {
+            key: b"k".to_vec(),
+            thread,
+            invoke,
+            ret,
+            call,
+            response,
+        }
+    }
+
+    fn put(value: &str) -> Call {
+        Call::Put {
+            value: value.as_bytes().to_vec(),
+        }
+    }
+
+    fn put_if(value: &str, if_match: Version) -> Call {
+        Call::PutIfMatch {
+            value: value.as_bytes().to_vec(),
+            if_match,
+        }
+    }
+
+    fn found(value: &str, version: Version) -> Response {
+        Response::Found {
+            value: value.as_bytes().to_vec(),
+            version,
+        }
+    }
+
+    fn written(version: Version) -> Response {
+        Response::Written { version }
+    }
+
+    fn on_key(key: &str, mut operation: Operation) -> Operation {
+        operation.key = key.as_bytes().to_vec();
+        operation
+    }
+
+    #[test]
+    fn an_empty_history_and_a_sequential_one_are_linearizable() {
+        assert!(check(&[]).is_ok());
+        let history = [
+            op(0, 1, 2, Call::Get, Response::NotFound),
+            op(0, 3, 4, put("a"), written(5)),
+            op(1, 5, 6, Call::Get, found("a", 5)),
+            op(1, 7, 8, put_if("b", 5), written(9)),
+            op(0, 9, 10, put_if("c", 5), Response::ConditionNotMet),
+            op(0, 11, 12, Call::Get, found("b", 9)),
+            op(1, 13, 14, Call::Delete, Response::Deleted),
+            op(0, 15, 16, Call::Delete, Response::NotFound),
+            op(0, 17, 18, put_if("d", 9), Response::ConditionNotMet),
+            op(1, 19, 20, Call::Get, Response::NotFound),
+        ];
+        check(&history).unwrap();
+    }
+
+    #[test]
+    fn a_stale_read_after_a_completed_write_is_rejected() {
+        let history = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(0, 3, 4, put("b"), written(2)),
+            op(1, 5, 6, Call::Get, found("a", 1)),
+        ];
+        let violation = check(&history).unwrap_err();
+        assert_eq!(violation.key, b"k");
+        assert_eq!(violation.longest_prefix, vec![0, 1]);
+        let report = violation.to_string();
+        assert!(report.contains("found \"a\" v1"), "{report}");
+    }
+
+    #[test]
+    fn a_read_of_nothing_after_a_completed_write_is_rejected() {
+        let history = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(1, 3, 4, Call::Get, Response::NotFound),
+        ];
+        assert!(check(&history).is_err());
+    }
+
+    #[test]
+    fn a_read_overlapping_a_write_may_see_either_state() {
+        for response in [Response::NotFound, found("a", 1)] {
+            let history = [
+                op(0, 1, 4, put("a"), written(1)),
+                op(1, 2, 3, Call::Get, response),
+            ];
+            check(&history).unwrap();
+        }
+        // But not a value nobody wrote, nor the right value with the wrong version.
+        for response in [found("z", 1), found("a", 2)] {
+            let history = [
+                op(0, 1, 4, put("a"), written(1)),
+                op(1, 2, 3, Call::Get, response),
+            ];
+            assert!(check(&history).is_err());
+        }
+    }
+
+    #[test]
+    fn overlapping_operations_are_accepted_in_either_order() {
+        // Two overlapping puts: a read afterwards may see either, as long as the one it sees
+        // is the one with the higher version (it came last).
+        for (first, second) in [(1, 2), (2, 1)] {
+            let last = if first > second { "a" } else { "b" };
+            let history = [
+                op(0, 1, 4, put("a"), written(first)),
+                op(1, 2, 3, put("b"), written(second)),
+                op(2, 5, 6, Call::Get, found(last, first.max(second))),
+            ];
+            check(&history).unwrap();
+            // Reading the lower version afterwards is a lost update.
+            let stale = if first > second { "b" } else { "a" };
+            let history = [
+                op(0, 1, 4, put("a"), written(first)),
+                op(1, 2, 3, put("b"), written(second)),
+                op(2, 5, 6, Call::Get, found(stale, first.min(second))),
+            ];
+            assert!(check(&history).is_err());
+        }
+        // A delete overlapping a put: either order, as the read afterwards says.
+        for response in [Response::NotFound, found("a", 2)] {
+            let history = [
+                op(0, 1, 2, put("x"), written(1)),
+                op(0, 3, 6, put("a"), written(2)),
+                op(1, 4, 5, Call::Delete, Response::Deleted),
+                op(2, 7, 8, Call::Get, response),
+            ];
+            check(&history).unwrap();
+        }
+        // Two overlapping conditional puts on one ETag: either may be the winner.
+        for (b, c, winner) in [
+            (written(2), Response::ConditionNotMet, found("b", 2)),
+            (Response::ConditionNotMet, written(3), found("c", 3)),
+        ] {
+            let history = [
+                op(0, 1, 2, put("a"), written(1)),
+                op(1, 3, 8, put_if("b", 1), b),
+                op(2, 4, 7, put_if("c", 1), c),
+                op(0, 9, 10, Call::Get, winner),
+            ];
+            check(&history).unwrap();
+        }
+    }
+
+    #[test]
+    fn two_successful_if_match_writes_on_one_etag_are_rejected() {
+        let history = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(1, 3, 8, put_if("b", 1), written(2)),
+            op(2, 4, 7, put_if("c", 1), written(3)),
+        ];
+        assert!(check(&history).is_err());
+        // Nor one after the other.
+        let history = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(1, 3, 4, put_if("b", 1), written(2)),
+            op(2, 5, 6, put_if("c", 1), written(3)),
+        ];
+        assert!(check(&history).is_err());
+    }
+
+    #[test]
+    fn a_failed_condition_must_have_seen_another_state() {
+        // Nothing else happened: the ETag matched, so ConditionNotMet is wrong.
+        let history = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(1, 3, 4, put_if("b", 1), Response::ConditionNotMet),
+        ];
+        assert!(check(&history).is_err());
+        // A concurrent write explains it.
+        let history = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(1, 3, 6, put_if("b", 1), Response::ConditionNotMet),
+            op(2, 4, 5, put("c"), written(2)),
+        ];
+        check(&history).unwrap();
+        // if_match on a missing item fails (SPEC §3); succeeding would be wrong.
+        let history = [op(0, 1, 2, put_if("b", 7), written(8))];
+        assert!(check(&history).is_err());
+        let history = [op(0, 1, 2, put_if("b", 7), Response::ConditionNotMet)];
+        check(&history).unwrap();
+    }
+
+    #[test]
+    fn a_failed_condition_then_a_read_of_the_old_state_is_rejected() {
+        // The failed conditional write saw the new value, so a read after it must too, even
+        // though the write that made the new value had not returned yet.
+        let history = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(1, 3, 20, put("b"), written(2)),
+            op(2, 4, 5, put_if("c", 1), Response::ConditionNotMet),
+            op(3, 6, 7, Call::Get, found("a", 1)),
+        ];
+        assert!(check(&history).is_err());
+        // The same with a delete that found nothing.
+        let history = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(1, 3, 20, Call::Delete, Response::Deleted),
+            op(2, 4, 5, Call::Delete, Response::NotFound),
+            op(3, 6, 7, Call::Get, found("a", 1)),
+        ];
+        assert!(check(&history).is_err());
+    }
+
+    #[test]
+    fn versions_must_increase_along_the_order() {
+        // A write that returned before another was invoked took a smaller version.
+        let history = [
+            op(0, 1, 2, put("a"), written(5)),
+            op(1, 3, 4, put("b"), written(3)),
+        ];
+        assert!(check(&history).is_err());
+        // Also across a delete.
+        let history = [
+            op(0, 1, 2, put("a"), written(5)),
+            op(0, 3, 4, Call::Delete, Response::Deleted),
+            op(1, 5, 6, put("b"), written(3)),
+        ];
+        assert!(check(&history).is_err());
+    }
+
+    #[test]
+    fn deletes_and_errors_follow_the_specification() {
+        let history = [op(0, 1, 2, Call::Delete, Response::Deleted)];
+        assert!(check(&history).is_err());
+        let history = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(1, 3, 4, Call::Delete, Response::NotFound),
+        ];
+        assert!(check(&history).is_err());
+        let history = [op(0, 1, 2, put("a"), Response::Failed("Io".into()))];
+        assert!(check(&history).is_err());
+        let history = [op(0, 1, 2, put("a"), Response::ConditionNotMet)];
+        assert!(check(&history).is_err());
+        let history = [op(0, 1, 2, Call::Get, written(1))];
+        assert!(check(&history).is_err());
+    }
+
+    #[test]
+    fn keys_are_checked_independently() {
+        let history = [
+            on_key("x", op(0, 1, 2, put("a"), written(1))),
+            on_key("y", op(0, 3, 4, put("b"), written(2))),
+            on_key("x", op(1, 5, 6, Call::Get, found("a", 1))),
+            on_key("y", op(1, 7, 8, Call::Get, found("b", 2))),
+        ];
+        check(&history).unwrap();
+        let history = [
+            on_key("x", op(0, 1, 2, put("a"), written(1))),
+            on_key("y", op(1, 3, 4, Call::Get, found("a", 1))),
+        ];
+        let violation = check(&history).unwrap_err();
+        assert_eq!(violation.key, b"y");
+    }
+
+    #[test]
+    fn many_overlapping_operations_are_searched_quickly() {
+        // 8 threads, 40 rounds: each round every thread puts concurrently, then every thread
+        // reads the winner — the last version of the round. 640 operations on one key.
+        let mut history = Vec::new();
+        let mut clock = 0;
+        let mut version = 0;
+        for round in 0..40 {
+            let start = clock;
+            for thread in 0..8 {
+                version += 1;
+                history.push(op(
+                    thread,
+                    start + thread as u64,
+                    start + 20 - thread as u64,
+                    put(&format!("r{round}t{thread}")),
+                    written(version),
+                ));
+            }
+            let last = format!("r{round}t7");
+            for thread in 0..8 {
+                history.push(op(
+                    thread,
+                    start + 21 + thread as u64,
+                    start + 40 - thread as u64,
+                    Call::Get,
+                    found(&last, version),
+                ));
+            }
+            clock += 41;
+        }
+        let started = std::time::Instant::now();
+        check(&history).unwrap();
+        // A stale read at the end of the last round cannot be explained.
+        let last = history.len() - 1;
+        history[last].response = found("r39t6", version - 1);
+        assert!(check(&history).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+}
