@@ -74,6 +74,8 @@ fn unpack(word: u128) -> (u64, u64) {
     ((word >> 64) as u64, word as u64)
 }
 
+/// Padded to a cache line: adjacent versions are completed by different threads.
+#[repr(align(64))]
 struct CompletionSlot {
     version: AtomicU64,
     end_offset: AtomicU64,
@@ -111,6 +113,12 @@ pub(crate) struct LogShared {
     flush_done: Condvar,
     poisoned: AtomicBool,
     closed: AtomicBool,
+    /// The highest slot whose segment was prepared (or asked for) ahead of need.
+    prepared_slot: AtomicU64,
+    /// Asks the preparer thread for the segment of a slot (`None`: nothing asked; `u64::MAX`:
+    /// stop).
+    preparer_request: Mutex<Option<u64>>,
+    preparer_wake: Condvar,
     superblock_file: Arc<dyn StorageFile>,
     superblock: Mutex<SuperblockState>,
     _lock: Box<dyn std::any::Any + Send + Sync>,
@@ -120,6 +128,7 @@ pub(crate) struct LogShared {
 pub struct Log {
     shared: Arc<LogShared>,
     flusher: Mutex<Option<JoinHandle<()>>>,
+    preparer: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// Space and a version reserved for one record. Write the payload, then `commit` it; dropping
@@ -156,9 +165,17 @@ impl Log {
                 )
             }
         };
+        let preparer = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("tenure-segments".into())
+                .spawn(move || shared.prepare_segments_ahead())
+                .map_err(|error| Error::io("tenure-segments", "spawn thread", error))?
+        };
         Ok(Log {
             shared,
             flusher: Mutex::new(flusher),
+            preparer: Mutex::new(Some(preparer)),
         })
     }
 
@@ -330,6 +347,7 @@ impl Log {
             return Ok(());
         }
         self.stop_flusher();
+        self.stop_preparer();
         let result = self.flush_for_close();
         result.and_then(|()| self.shared.sync_superblock())
     }
@@ -337,6 +355,14 @@ impl Log {
     fn flush_for_close(&self) -> Result<()> {
         let (version, _) = unpack(self.shared.completed.load(Ordering::Acquire));
         self.shared.wait_durable(version)
+    }
+
+    fn stop_preparer(&self) {
+        if let Some(preparer) = self.preparer.lock().take() {
+            *self.shared.preparer_request.lock() = Some(u64::MAX);
+            self.shared.preparer_wake.notify_all();
+            let _ = preparer.join();
+        }
     }
 
     fn stop_flusher(&self) {
@@ -408,6 +434,7 @@ impl LogShared {
             }
             backoff.spin();
         };
+        self.ask_ahead(placement.new_tail);
         let result = self.prepare_segments(version, &placement);
         let segment = match result {
             Ok(segment) => segment,
@@ -426,6 +453,41 @@ impl LogShared {
             payload_length,
             finished: false,
         })
+    }
+
+    /// Once the tail is past the middle of its slot, asks the preparer for the next slot's
+    /// segment, so the appender that rolls over finds it created, allocated and pre-faulted.
+    fn ask_ahead(&self, tail: u64) {
+        let slot = tail / self.slot_size;
+        let past_middle = tail % self.slot_size > self.slot_size / 2;
+        let next = slot + 1;
+                // The relaxed load keeps the common case to one shared read; `fetch_max` elects
+        // exactly one asker per slot.
+        if past_middle
+            && self.prepared_slot.load(Ordering::Relaxed) < next
+            && self.prepared_slot.fetch_max(next, Ordering::AcqRel) < next
+        {
+            *self.preparer_request.lock() = Some(next);
+            self.preparer_wake.notify_one();
+        }
+    }
+
+    fn prepare_segments_ahead(&self) {
+        loop {
+            let slot = {
+                let mut request = self.preparer_request.lock();
+                while request.is_none() {
+                    self.preparer_wake.wait(&mut request);
+                }
+                request.take().expect("checked above")
+            };
+            if slot == u64::MAX {
+                return;
+            }
+            // A failure here is not the preparer's to report: the appender that needs the
+            // segment creates it itself and meets the error.
+            let _ = self.segment_for(slot, 1);
+        }
     }
 
     fn wait_step(backoff: &Backoff) {
@@ -471,11 +533,29 @@ impl LogShared {
 
     fn segment_for(&self, slot: u64, slot_count: u64) -> Result<Arc<Segment>> {
         if let Some(segment) = self.segments.get_owned(slot) {
-            return Ok(segment);
+            if segment.slot_count >= slot_count {
+                return Ok(segment);
+            }
         }
         let _creating = self.segment_creation.lock();
         if let Some(segment) = self.segments.get_owned(slot) {
-            return Ok(segment);
+            if segment.slot_count >= slot_count {
+                return Ok(segment);
+            }
+            // A one-slot segment prepared ahead, where a record larger than a slot now starts.
+            // Nothing was written to it (the large record takes its segment alone), so it is
+            // replaced: unlinked (a reader could still hold its mapping until its epoch ends)
+            // and created afresh, larger.
+            assert_eq!(
+                segment.first_slot, slot,
+                "a larger record starts at a segment boundary"
+            );
+            let name = segment.name.clone();
+            drop(segment);
+            drop(self.segments.remove(slot));
+            self.storage
+                .remove(&name)
+                .map_err(|error| Error::io(self.storage.path().join(&name), "remove", error))?;
         }
         let segment = Arc::new(recovery::create_segment(
             self.storage.as_ref(),

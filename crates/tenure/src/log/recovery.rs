@@ -207,12 +207,16 @@ pub(super) fn open(
             stale.push((*name).clone());
             continue;
         }
-        table.insert(Arc::new(open_segment(
-            storage.as_ref(),
-            name,
-            *slot,
-            slot_size,
-        )?));
+        match open_segment(storage.as_ref(), name, *slot, slot_size) {
+            Ok(segment) => table.insert(Arc::new(segment)),
+            // A crash between creating a segment file and allocating it leaves it short. One
+            // that starts at or past the durable watermark cannot hold acknowledged records:
+            // it is an unfinished creation, removed like a torn tail.
+            Err(Error::Corruption { .. }) if slot * slot_size >= superblock.durable_watermark => {
+                stale.push((*name).clone());
+            }
+            Err(error) => return Err(error),
+        }
     }
 
     let scan = scan(&table, slot_size, &superblock, &directory, replay)?;
@@ -300,6 +304,9 @@ pub(super) fn open(
         flush_done: Condvar::new(),
         poisoned: AtomicBool::new(false),
         closed: AtomicBool::new(false),
+        prepared_slot: AtomicU64::new(scan.tail / slot_size),
+        preparer_request: Mutex::new(None),
+        preparer_wake: Condvar::new(),
         superblock_file,
         superblock: Mutex::new(superblock_state),
         _lock: lock,
