@@ -103,6 +103,8 @@ struct Touched<'g> {
     coordination: Coordination,
     /// The final write of this key (index of the operation), if the batch writes it.
     final_write: Option<usize>,
+    /// The item existed before the batch (for the change feed's created/updated).
+    existed_before: bool,
 }
 
 impl StoreShared {
@@ -292,6 +294,7 @@ impl<'store> Batch<'store> {
                         slot,
                         incarnation,
                         head,
+                        existed_before: facts.is_some(),
                         seen: Seen::Stored(facts),
                         coordination,
                         final_write: None,
@@ -368,6 +371,7 @@ impl<'store> Batch<'store> {
                         content_type: options.content_type.as_deref(),
                         metadata: &options.metadata,
                         etag_version: 0,
+                        created: !entry.existed_before && value.is_some(),
                         coordination: Some(&entry.coordination),
                     },
                 ));

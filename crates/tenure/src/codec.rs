@@ -49,6 +49,8 @@ pub struct ItemWrite<'a> {
     /// The version the item's ETag shows; 0 = the record's own version.
     pub etag_version: u64,
     pub coordination: Option<&'a Coordination>,
+    /// The write created the item (it did not exist before): the change feed's `Created`.
+    pub created: bool,
 }
 
 fn put_u16(out: &mut Vec<u8>, value: u16) {
@@ -170,7 +172,8 @@ pub fn encode_item_write(out: &mut Vec<u8>, write: &ItemWrite<'_>) -> usize {
     put_u64(out, write.container_id);
     put_u32(out, write.key.len() as u32);
     out.extend_from_slice(write.key);
-    out.push(u8::from(write.value.is_some()));
+    // bit 0: has a value; bit 1: created the item.
+    out.push(u8::from(write.value.is_some()) | (u8::from(write.created) << 1));
     put_u64(out, write.last_modified);
     put_u64(out, write.expires_at.unwrap_or(0));
     match write.content_type {
@@ -376,11 +379,12 @@ impl<'a> Reader<'a> {
         let container_id = self.u64()?;
         let key_length = self.u32()? as usize;
         let key = self.take(key_length)?;
-        let present = match self.u8()? {
-            0 => false,
-            1 => true,
-            _ => return Err("bad value flag"),
-        };
+        let flags = self.u8()?;
+        if flags & !3 != 0 {
+            return Err("bad item flags");
+        }
+        let present = flags & 1 != 0;
+        let created = flags & 2 != 0;
         let last_modified = self.u64()?;
         let expires_at = Some(self.u64()?).filter(|&at| at != 0);
         let content_type_length = self.u16()?;
@@ -406,6 +410,7 @@ impl<'a> Reader<'a> {
                 metadata: &[],
                 etag_version,
                 coordination: None,
+                created,
             },
             value_offset,
             coordination,
@@ -589,6 +594,7 @@ mod tests {
             expires_at: Some(456),
             content_type: Some("text/plain"),
             metadata: &metadata,
+            created: true,
             etag_version: 0,
             coordination: Some(&Coordination {
                 lease: None,

@@ -34,6 +34,8 @@ pub struct CompactionReport {
     /// A snapshot older than the compaction is open: segments were rewritten but not yet
     /// removed (a later `compact` removes them).
     pub deferred_by_snapshot: bool,
+    /// The change feed's retention kept the oldest segment.
+    pub retained_for_change_feed: bool,
 }
 
 /// One live item version to copy forward: its whole state, so the copy replaces it exactly.
@@ -64,7 +66,21 @@ impl StoreShared {
         let sealed = self.log.sealed_segments();
         // Sealed segments lie below the tail's segment, which always remains.
         for (first_slot, bytes) in &sealed {
-            self.relocate_live(*first_slot, *bytes, &mut report)?;
+            let (retain_versions, retain_bytes) = self.feed_retention;
+            let segment_end = first_slot * self.log.slot_size_bytes() + bytes;
+            if retain_bytes.is_some_and(|retained| {
+                self.log.tail_offset().saturating_sub(segment_end) < retained
+            }) {
+                report.retained_for_change_feed = true;
+                break;
+            }
+            let newest_version = self.relocate_live(*first_slot, *bytes, &mut report)?;
+            if retain_versions
+                .is_some_and(|retained| newest_version.saturating_add(retained) > self.version())
+            {
+                report.retained_for_change_feed = true;
+                break;
+            }
             self.log.flush()?;
             let settled_version = self.version();
             if self.oldest_snapshot.load(Ordering::Acquire) < settled_version {
@@ -78,12 +94,13 @@ impl StoreShared {
         Ok(report)
     }
 
+    /// Copies the segment's live data forward; returns the newest version recorded in it.
     fn relocate_live(
         &self,
         first_slot: u64,
         segment_bytes: u64,
         report: &mut CompactionReport,
-    ) -> Result<()> {
+    ) -> Result<Version> {
         // Container states are copied first, so relocated items always find their container;
         // the catalog lock keeps container writes from racing the copy.
         let _container_changes = self.catalog.changes.lock();
@@ -92,8 +109,10 @@ impl StoreShared {
         let segment_end = segment_start + segment_bytes;
         let mut live_containers = BTreeSet::new();
         let mut candidates: Vec<(u64, Vec<u8>, Version)> = Vec::new();
+        let mut newest_version = 0;
         self.log
             .scan_segment(first_slot, &mut |version, location, payload| {
+                newest_version = newest_version.max(version);
                 let record = codec::decode(payload)
                     .map_err(|reason| crate::error::Error::corruption("log", location, reason))?;
                 match record {
@@ -178,7 +197,7 @@ impl StoreShared {
         for group in group_by_size(relocations) {
             report.items_relocated += self.write_relocations(group)?;
         }
-        Ok(())
+        Ok(newest_version)
     }
 
     /// The version readers see now for the key, if it depends on the segment — its own record
@@ -250,6 +269,7 @@ impl StoreShared {
                 content_type: relocation.properties.content_type.as_deref(),
                 metadata: &relocation.properties.metadata,
                 etag_version: relocation.etag_version,
+                created: false,
                 coordination: Some(&relocation.coordination),
             };
             value_offsets.push(codec::encode_relocated_item(

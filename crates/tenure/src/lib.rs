@@ -11,6 +11,7 @@ mod compaction;
 mod coordination;
 mod error;
 mod etag;
+mod feed;
 mod index;
 mod log;
 mod options;
@@ -27,6 +28,7 @@ pub use compaction::CompactionReport;
 pub use coordination::{Lease, LeaseRequest};
 pub use error::{Error, ErrorCode, Result};
 pub use etag::{ETag, ETagArg, Version};
+pub use feed::{Change, ChangeKind, ChangesOptions};
 pub use log::{Durability, Log, LogOptions, RecoveredRecord, Reservation};
 pub use options::{
     ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, Limits, Page, ReadOptions,

@@ -48,6 +48,11 @@ pub struct StoreOptions {
     pub background_compaction_interval: Option<std::time::Duration>,
     /// The background thread compacts once at least this many segments are sealed.
     pub background_compaction_sealed_segments: usize,
+    /// The change feed keeps at least the last this-many versions: compaction does not remove
+    /// a segment holding one of them.
+    pub change_feed_retention_versions: Option<u64>,
+    /// ... and at least this many bytes of log behind the tail.
+    pub change_feed_retention_bytes: Option<u64>,
 }
 
 impl Default for StoreOptions {
@@ -59,6 +64,8 @@ impl Default for StoreOptions {
             clock: Arc::new(SystemClock::new()),
             background_compaction_interval: Some(std::time::Duration::from_secs(1)),
             background_compaction_sealed_segments: 4,
+            change_feed_retention_versions: None,
+            change_feed_retention_bytes: None,
         }
     }
 }

@@ -48,6 +48,8 @@ pub struct StoreShared {
     pub(crate) snapshots: Mutex<BTreeMap<Version, usize>>,
     pub(crate) oldest_snapshot: AtomicU64,
     pub(crate) lease_waiters: crate::coordination::LeaseWaiters,
+    /// What the change feed must keep (versions, bytes behind the tail).
+    pub(crate) feed_retention: (Option<u64>, Option<u64>),
     /// One compaction at a time.
     pub(crate) compaction: Mutex<()>,
     closed: AtomicBool,
@@ -103,6 +105,10 @@ impl Store {
             oldest_snapshot: AtomicU64::new(u64::MAX),
             lease_waiters: Default::default(),
             compaction: Mutex::new(()),
+            feed_retention: (
+                options.change_feed_retention_versions,
+                options.change_feed_retention_bytes,
+            ),
             closed: AtomicBool::new(false),
         });
         let background = background_interval

@@ -315,6 +315,7 @@ impl StoreShared {
                 content_type: properties.content_type.as_deref(),
                 metadata: &properties.metadata,
                 etag_version: 0,
+                created: current.is_none() && value.is_some(),
                 coordination: Some(&coordination),
             };
             let mut payload = Vec::with_capacity(1 + codec::item_write_size(&write));

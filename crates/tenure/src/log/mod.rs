@@ -63,6 +63,8 @@ pub const MINIMUM_SEGMENT_SIZE_BYTES: u64 = 4096;
 pub const MAXIMUM_SEGMENT_SIZE_BYTES: u64 = 1 << 40;
 /// The largest payload one record may carry (a 64 MiB value plus its key and metadata).
 pub const MAXIMUM_PAYLOAD_BYTES: u64 = (64 << 20) + (1 << 20);
+/// One version in this many is indexed for the change feed.
+pub(crate) const VERSION_INDEX_STRIDE: u64 = 256;
 /// How many versions may be in flight (reserved, not yet complete) at once.
 const COMPLETION_SLOTS: u64 = 4096;
 
@@ -113,6 +115,13 @@ pub(crate) struct LogShared {
     flush_done: Condvar,
     poisoned: AtomicBool,
     closed: AtomicBool,
+    /// Every `VERSION_INDEX_STRIDE`-th version and its record's offset, ascending: where a
+    /// reader of the change feed starts scanning.
+    version_index: Mutex<Vec<(Version, u64)>>,
+    /// Readers blocked in `wait_visible_after`; visibility changes notify only when nonzero.
+    watchers: std::sync::atomic::AtomicUsize,
+    watch_lock: Mutex<()>,
+    watch_changed: Condvar,
     /// The highest slot whose segment was prepared (or asked for) ahead of need.
     prepared_slot: AtomicU64,
     /// Asks the preparer thread for the segment of a slot (`None`: nothing asked; `u64::MAX`:
@@ -320,6 +329,101 @@ impl Log {
         Ok(())
     }
 
+    /// Blocks until a version newer than `version` is visible or `timeout` passes (no busy
+    /// loop: visibility changes wake it). Returns the visible version.
+    pub fn wait_visible_after(&self, version: Version, timeout: std::time::Duration) -> Version {
+        let shared = &self.shared;
+        let deadline = std::time::Instant::now() + timeout;
+        shared.watchers.fetch_add(1, Ordering::AcqRel);
+        let mut lock = shared.watch_lock.lock();
+        loop {
+            let visible = shared.visible.load(Ordering::Acquire);
+            let now = std::time::Instant::now();
+            if visible > version || now >= deadline || shared.closed.load(Ordering::Acquire) {
+                drop(lock);
+                shared.watchers.fetch_sub(1, Ordering::AcqRel);
+                return visible;
+            }
+            shared.watch_changed.wait_for(&mut lock, deadline - now);
+        }
+    }
+
+    /// Visits complete records from the one at or after global offset `from`, in log order,
+    /// up to the newest visible version; `visit` returns `false` to stop. Records whose
+    /// version is at most `after` are skipped.
+    pub fn read_records(
+        &self,
+        from: u64,
+        after: Version,
+        visit: &mut dyn FnMut(Version, u64, &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let shared = &self.shared;
+        let visible = shared.visible.load(Ordering::Acquire);
+        let guard = crossbeam_epoch::pin();
+        let mut position = from;
+        loop {
+            let Some(segment) = shared.segments.get(position / shared.slot_size, &guard) else {
+                return Ok(());
+            };
+            let segment_start = segment.first_slot * shared.slot_size;
+            let segment_end = segment_start + segment.length();
+            if segment_end - position < HEADER_BYTES as u64 {
+                position = segment_end;
+                continue;
+            }
+            // SAFETY: only records up to the visible version are decoded; each is complete.
+            let bytes = unsafe { segment.bytes_from(position - segment_start) };
+            let Ok((header, payload)) = record::decode(bytes) else {
+                // Past the last complete record (the tail).
+                return Ok(());
+            };
+            if header.kind == RecordKind::SegmentEnd {
+                position = segment_end;
+                continue;
+            }
+            if header.version > visible {
+                return Ok(());
+            }
+            if header.kind == RecordKind::Data
+                && header.version > after
+                && !visit(header.version, position, payload)?
+            {
+                return Ok(());
+            }
+            position += record::record_size(header.payload_length as u64);
+        }
+    }
+
+    /// Where to start reading for versions after `after`: an indexed offset at or before the
+    /// record of version `after + 1`, or the log's start. Also the oldest version still in the
+    /// log (`None` for an empty log).
+    pub fn feed_start(&self, after: Version) -> (u64, Option<Version>) {
+        let shared = &self.shared;
+        let segments = shared.segments.all();
+        let Some(first) = segments.first() else {
+            return (0, None);
+        };
+        let log_start = first.first_slot * shared.slot_size;
+        let mut oldest = None;
+        let _ = self.read_records(log_start, 0, &mut |version, _, _| {
+            oldest = Some(version);
+            Ok(false)
+        });
+        let index = shared.version_index.lock();
+        let at = index.partition_point(|(version, _)| *version <= after + 1);
+        let start = index[..at]
+            .iter()
+            .rev()
+            .find(|(_, offset)| *offset >= log_start)
+            .map_or(log_start, |(_, offset)| *offset);
+        (start, oldest)
+    }
+
+    /// The slot the log starts at (greater than 0 once compaction removed segments).
+    pub fn first_slot(&self) -> u64 {
+        self.shared.superblock.lock().current.first_slot
+    }
+
     /// Bytes per slot: segment `s` starts at global offset `s * slot_size_bytes`.
     pub fn slot_size_bytes(&self) -> u64 {
         self.shared.slot_size
@@ -461,7 +565,7 @@ impl LogShared {
         let slot = tail / self.slot_size;
         let past_middle = tail % self.slot_size > self.slot_size / 2;
         let next = slot + 1;
-                // The relaxed load keeps the common case to one shared read; `fetch_max` elects
+        // The relaxed load keeps the common case to one shared read; `fetch_max` elects
         // exactly one asker per slot.
         if past_middle
             && self.prepared_slot.load(Ordering::Relaxed) < next
@@ -487,6 +591,19 @@ impl LogShared {
             // A failure here is not the preparer's to report: the appender that needs the
             // segment creates it itself and meets the error.
             let _ = self.segment_for(slot, 1);
+        }
+    }
+
+    pub(crate) fn index_version(&self, version: Version, offset: u64) {
+        let mut index = self.version_index.lock();
+        let at = index.partition_point(|(indexed, _)| *indexed < version);
+        index.insert(at, (version, offset));
+    }
+
+    fn notify_watchers(&self) {
+        if self.watchers.load(Ordering::Acquire) > 0 {
+            let _lock = self.watch_lock.lock();
+            self.watch_changed.notify_all();
         }
     }
 
@@ -633,6 +750,7 @@ impl LogShared {
                 && self.durability == Durability::Buffered
             {
                 self.visible.fetch_max(next, Ordering::AcqRel);
+                self.notify_watchers();
             }
         }
     }
@@ -673,6 +791,7 @@ impl LogShared {
                     state.durable = target;
                     if self.durability == Durability::Sync {
                         self.visible.fetch_max(target.0, Ordering::AcqRel);
+                        self.notify_watchers();
                     }
                     // The watermark only ever claims what is already durable, so it needs no
                     // sync of its own; it reaches the disk with the next superblock sync or
@@ -818,6 +937,9 @@ impl Reservation<'_> {
         // SAFETY: the header range is the start of this reservation.
         unsafe { self.segment.write(local, &header) };
         self.finished = true;
+        if self.version % VERSION_INDEX_STRIDE == 0 {
+            self.log.index_version(self.version, self.start);
+        }
         self.log.complete(self.version, self.new_tail);
     }
 

@@ -305,6 +305,10 @@ pub(super) fn open(
         poisoned: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         prepared_slot: AtomicU64::new(scan.tail / slot_size),
+        version_index: Mutex::new(scan.version_index),
+        watchers: std::sync::atomic::AtomicUsize::new(0),
+        watch_lock: Mutex::new(()),
+        watch_changed: Condvar::new(),
         preparer_request: Mutex::new(None),
         preparer_wake: Condvar::new(),
         superblock_file,
@@ -316,6 +320,7 @@ pub(super) fn open(
 struct ScanResult {
     tail: u64,
     next_version: Version,
+    version_index: Vec<(Version, u64)>,
 }
 
 fn scan(
@@ -330,6 +335,7 @@ fn scan(
     let mut position = superblock.first_slot * slot_size;
     let mut expected_version: Option<Version> = None;
     let mut previous_generation = 0u32;
+    let mut version_index = Vec::new();
     let guard = crossbeam_epoch::pin();
     loop {
         let Some(segment) = table.get(position / slot_size, &guard) else {
@@ -369,6 +375,9 @@ fn scan(
                         position = segment_end;
                     }
                     RecordKind::Abort | RecordKind::Data => {
+                        if header.version % super::VERSION_INDEX_STRIDE == 0 {
+                            version_index.push((header.version, position));
+                        }
                         if header.kind == RecordKind::Data {
                             replay(RecoveredRecord {
                                 version: header.version,
@@ -396,5 +405,6 @@ fn scan(
     Ok(ScanResult {
         tail: position,
         next_version: expected_version.unwrap_or(1),
+        version_index,
     })
 }

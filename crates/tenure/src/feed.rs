@@ -1,0 +1,182 @@
+//! The change feed (SPEC §10): every committed change in version order — item creates,
+//! updates and deletes, container creates and deletes — read straight from the log, resumable
+//! from any version still retained. A batch appears as its operations, all with its version.
+//! Records that are not changes (compaction's copies, lease and lock changes, aborts) are
+//! skipped.
+
+use std::time::Duration;
+
+use crate::codec::{self, DecodedRecord};
+use crate::error::{Error, Result};
+use crate::etag::{ETag, Version};
+use crate::store::StoreShared;
+use crate::validate;
+
+/// At most this many changes per `changes` call.
+pub const MAX_CHANGES_PER_CALL: usize = 100_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// An item written where none existed.
+    Created,
+    /// An existing item's value or properties replaced.
+    Updated,
+    Deleted,
+    ContainerCreated,
+    ContainerDeleted,
+}
+
+/// One committed change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub version: Version,
+    pub kind: ChangeKind,
+    pub container: String,
+    /// `None` for container changes.
+    pub key: Option<Vec<u8>>,
+    /// The item's new ETag (creates and updates).
+    pub etag: Option<ETag>,
+    /// The new value, when asked for (creates and updates).
+    pub value: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChangesOptions {
+    /// Only this container's changes (its create and delete included).
+    pub container: Option<String>,
+    pub include_values: bool,
+    /// At most this many changes (1..=100,000); a caller continues from the last version.
+    pub max_changes: usize,
+}
+
+impl Default for ChangesOptions {
+    fn default() -> ChangesOptions {
+        ChangesOptions {
+            container: None,
+            include_values: false,
+            max_changes: 1000,
+        }
+    }
+}
+
+impl StoreShared {
+    /// Committed changes with versions greater than `since`, oldest first, up to
+    /// `options.max_changes`. Resume by passing the last version you processed. Fails with
+    /// `InvalidArgument` (naming the oldest available version) when `since` is older than the
+    /// retained log.
+    pub fn changes(&self, since: Version, options: &ChangesOptions) -> Result<Vec<Change>> {
+        self.check_open()?;
+        if options.max_changes == 0 || options.max_changes > MAX_CHANGES_PER_CALL {
+            return Err(Error::invalid(
+                "max_changes",
+                format!("must be 1..={MAX_CHANGES_PER_CALL}"),
+            ));
+        }
+        if let Some(container) = &options.container {
+            validate::container_name(container)?;
+        }
+        let (start, oldest) = self.log.feed_start(since);
+        if self.log.first_slot() > 0 {
+            if let Some(oldest) = oldest {
+                if since + 1 < oldest {
+                    return Err(Error::invalid(
+                        "since_version",
+                        format!(
+                            "changes before version {oldest} were compacted away; the oldest available version is {oldest} (resume from {})",
+                            oldest - 1
+                        ),
+                    ));
+                }
+            }
+        }
+        let mut changes = Vec::new();
+        self.log
+            .read_records(start, since, &mut |version, location, payload| {
+                let record = codec::decode(payload).map_err(|reason| {
+                    Error::corruption("log", location, format!("change feed: {reason}"))
+                })?;
+                self.collect_changes(version, record, options, &mut changes);
+                Ok(changes.len() < options.max_changes)
+            })?;
+        changes.truncate(options.max_changes);
+        Ok(changes)
+    }
+
+    fn collect_changes(
+        &self,
+        version: Version,
+        record: DecodedRecord<'_>,
+        options: &ChangesOptions,
+        changes: &mut Vec<Change>,
+    ) {
+        let container_name = |id: u64| {
+            self.catalog
+                .by_id(id)
+                .map(|incarnation| incarnation.name.clone())
+        };
+        let wanted = |name: &str| options.container.as_deref().is_none_or(|only| only == name);
+        match record {
+            DecodedRecord::Items(items) => {
+                for item in items {
+                    let Some(name) = container_name(item.write.container_id) else {
+                        continue;
+                    };
+                    if name.is_empty() || !wanted(&name) {
+                        continue;
+                    }
+                    let kind = match (item.write.value, item.write.created) {
+                        (None, _) => ChangeKind::Deleted,
+                        (Some(_), true) => ChangeKind::Created,
+                        (Some(_), false) => ChangeKind::Updated,
+                    };
+                    changes.push(Change {
+                        version,
+                        kind,
+                        container: name,
+                        key: Some(item.write.key.to_vec()),
+                        etag: item.write.value.map(|_| ETag(version)),
+                        value: item
+                            .write
+                            .value
+                            .filter(|_| options.include_values)
+                            .map(<[u8]>::to_vec),
+                    });
+                }
+            }
+            DecodedRecord::ContainerCreate { name, .. } if wanted(name) => changes.push(Change {
+                version,
+                kind: ChangeKind::ContainerCreated,
+                container: name.to_owned(),
+                key: None,
+                etag: Some(ETag(version)),
+                value: None,
+            }),
+            DecodedRecord::ContainerDelete { container_id } => {
+                if let Some(name) =
+                    container_name(container_id).filter(|name| !name.is_empty() && wanted(name))
+                {
+                    changes.push(Change {
+                        version,
+                        kind: ChangeKind::ContainerDeleted,
+                        container: name,
+                        key: None,
+                        etag: None,
+                        value: None,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Blocks until a change newer than `since` is committed or `timeout` passes (no busy
+    /// loop). Returns whether one is there.
+    pub fn wait_for_changes(&self, since: Version, timeout: Duration) -> Result<bool> {
+        self.check_open()?;
+        if timeout > Duration::from_secs(24 * 3600) {
+            return Err(Error::invalid("timeout", "at most 24 hours"));
+        }
+        Ok(self.log.wait_visible_after(since, timeout) > since)
+    }
+}
