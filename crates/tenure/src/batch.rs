@@ -372,6 +372,7 @@ impl<'store> Batch<'store> {
                         metadata: &options.metadata,
                         etag_version: 0,
                         created: !entry.existed_before && value.is_some(),
+                        expired: false,
                         coordination: Some(&entry.coordination),
                     },
                 ));

@@ -51,6 +51,8 @@ pub struct ItemWrite<'a> {
     pub coordination: Option<&'a Coordination>,
     /// The write created the item (it did not exist before): the change feed's `Created`.
     pub created: bool,
+    /// A deletion that records a TTL expiry (the change feed's `Expired`).
+    pub expired: bool,
 }
 
 fn put_u16(out: &mut Vec<u8>, value: u16) {
@@ -172,8 +174,12 @@ pub fn encode_item_write(out: &mut Vec<u8>, write: &ItemWrite<'_>) -> usize {
     put_u64(out, write.container_id);
     put_u32(out, write.key.len() as u32);
     out.extend_from_slice(write.key);
-    // bit 0: has a value; bit 1: created the item.
-    out.push(u8::from(write.value.is_some()) | (u8::from(write.created) << 1));
+    // bit 0: has a value; bit 1: created the item; bit 2: records an expiry.
+    out.push(
+        u8::from(write.value.is_some())
+            | (u8::from(write.created) << 1)
+            | (u8::from(write.expired) << 2),
+    );
     put_u64(out, write.last_modified);
     put_u64(out, write.expires_at.unwrap_or(0));
     match write.content_type {
@@ -380,11 +386,12 @@ impl<'a> Reader<'a> {
         let key_length = self.u32()? as usize;
         let key = self.take(key_length)?;
         let flags = self.u8()?;
-        if flags & !3 != 0 {
+        if flags & !7 != 0 {
             return Err("bad item flags");
         }
         let present = flags & 1 != 0;
         let created = flags & 2 != 0;
+        let expired = flags & 4 != 0;
         let last_modified = self.u64()?;
         let expires_at = Some(self.u64()?).filter(|&at| at != 0);
         let content_type_length = self.u16()?;
@@ -411,6 +418,7 @@ impl<'a> Reader<'a> {
                 etag_version,
                 coordination: None,
                 created,
+                expired,
             },
             value_offset,
             coordination,
@@ -595,6 +603,7 @@ mod tests {
             content_type: Some("text/plain"),
             metadata: &metadata,
             created: true,
+            expired: false,
             etag_version: 0,
             coordination: Some(&Coordination {
                 lease: None,

@@ -270,6 +270,7 @@ impl StoreShared {
                 metadata: &relocation.properties.metadata,
                 etag_version: relocation.etag_version,
                 created: false,
+                expired: false,
                 coordination: Some(&relocation.coordination),
             };
             value_offsets.push(codec::encode_relocated_item(
@@ -356,6 +357,11 @@ impl BackgroundCompaction {
                     }
                 }
                 let Some(store) = store.upgrade() else { return };
+                // Record expiries first (bounded per wake), so compaction can drop them.
+                const SWEEP_ITEMS_PER_WAKE: usize = 10_000;
+                if store.sweep_expired(SWEEP_ITEMS_PER_WAKE).is_err() {
+                    return;
+                }
                 if store.log.sealed_segments().len() >= sealed_segments_threshold.max(1) {
                     // A failure here (a poisoned log, a closed store) surfaces to the next
                     // caller of the store itself; the compactor just stops.

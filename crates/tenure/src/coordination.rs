@@ -225,6 +225,7 @@ impl StoreShared {
         action: LeaseAction,
         generated_id: LeaseId,
     ) -> Result<LeaseOutcome> {
+        lease::validate_action(&action)?;
         let acquiring = matches!(action, LeaseAction::Acquire { .. });
         self.change_coordination(container, key, false, |current, state, now, version| {
             let Some(item) = current else {
@@ -526,6 +527,7 @@ impl StoreShared {
 impl StoreShared {
     fn container_lease_action(&self, name: &str, action: LeaseAction) -> Result<LeaseOutcome> {
         self.check_open()?;
+        lease::validate_action(&action)?;
         validate::container_name(name)?;
         let _changes = self.catalog.changes.lock();
         let incarnation = self

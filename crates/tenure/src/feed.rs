@@ -23,6 +23,8 @@ pub enum ChangeKind {
     /// An existing item's value or properties replaced.
     Updated,
     Deleted,
+    /// The item's TTL ran out; reported at the version that recorded it.
+    Expired,
     ContainerCreated,
     ContainerDeleted,
 }
@@ -126,6 +128,7 @@ impl StoreShared {
                         continue;
                     }
                     let kind = match (item.write.value, item.write.created) {
+                        (None, _) if item.write.expired => ChangeKind::Expired,
                         (None, _) => ChangeKind::Deleted,
                         (Some(_), true) => ChangeKind::Created,
                         (Some(_), false) => ChangeKind::Updated,

@@ -11,6 +11,7 @@ mod compaction;
 mod coordination;
 mod error;
 mod etag;
+mod expiry;
 mod feed;
 mod index;
 mod log;

@@ -316,6 +316,7 @@ impl StoreShared {
                 metadata: &properties.metadata,
                 etag_version: 0,
                 created: current.is_none() && value.is_some(),
+                expired: false,
                 coordination: Some(&coordination),
             };
             let mut payload = Vec::with_capacity(1 + codec::item_write_size(&write));

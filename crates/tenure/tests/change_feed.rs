@@ -45,7 +45,7 @@ fn apply(state: &mut State, change: &Change) {
                 change.value.clone().unwrap(),
             );
         }
-        ChangeKind::Deleted => {
+        ChangeKind::Deleted | ChangeKind::Expired => {
             state.remove(&(change.container.clone(), change.key.clone().unwrap()));
         }
         ChangeKind::ContainerDeleted => {
@@ -378,5 +378,66 @@ fn a_waiting_consumer_wakes_on_a_commit_and_times_out_without_one() {
             .unwrap_err()
             .code(),
         ErrorCode::InvalidArgument
+    );
+}
+
+#[test]
+fn an_expiry_is_recorded_once_at_its_own_version_and_the_feed_reports_it() {
+    let (store, clock, disk) = store();
+    let short = WriteOptions {
+        ttl: tenure::Ttl::Seconds(5),
+        ..WriteOptions::default()
+    };
+    let written = store.put("c", b"short", b"v", &short).unwrap();
+    store
+        .put("c", b"long", b"v", &WriteOptions::default())
+        .unwrap();
+    assert_eq!(
+        store.sweep_expired(100).unwrap(),
+        0,
+        "nothing has expired yet"
+    );
+    clock.advance_seconds(5);
+    // Invisible at once, recorded later.
+    assert_eq!(
+        store
+            .get("c", b"short", &ReadOptions::default())
+            .unwrap_err()
+            .code(),
+        ErrorCode::NotFound
+    );
+    let before_sweep = store.version();
+    assert_eq!(store.sweep_expired(100).unwrap(), 1);
+    assert_eq!(store.sweep_expired(100).unwrap(), 0, "recorded once");
+    let changes = all_changes(&store, written.version(), false);
+    let expiries: Vec<&Change> = changes
+        .iter()
+        .filter(|change| change.kind == ChangeKind::Expired)
+        .collect();
+    assert_eq!(expiries.len(), 1);
+    assert_eq!(expiries[0].key.as_deref(), Some(&b"short"[..]));
+    assert!(
+        expiries[0].version > before_sweep,
+        "the expiry takes its own version"
+    );
+    // A locked item never expires, so it is not swept.
+    let (_, _handle) = store
+        .get_and_lock("c", b"long", Duration::from_secs(600), false)
+        .unwrap();
+    store.close().unwrap();
+    let store = Store::open_with_storage(Arc::new(disk), options(&clock)).unwrap();
+    assert_eq!(
+        store
+            .get("c", b"short", &ReadOptions::default())
+            .unwrap_err()
+            .code(),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        all_changes(&store, 0, false)
+            .iter()
+            .filter(|change| change.kind == ChangeKind::Expired)
+            .count(),
+        1
     );
 }

@@ -202,14 +202,18 @@ impl LeaseRecord {
     pub fn clamped_after_reopen(&self, now: Timestamp) -> LeaseRecord {
         let longest_break = u64::from(MAX_BREAK_PERIOD_SECONDS) * MICROS_PER_SECOND;
         let longest_lease = self.duration.deadline_from(now);
+        let deadline = match (self.deadline, longest_lease) {
+            (Some(deadline), Some(longest)) => Some(deadline.min(longest)),
+            (deadline, _) => deadline,
+        };
+        // A break never outlasts the lease it breaks (its period is at most the time left).
+        let break_deadline = self.break_deadline.map(|break_deadline| {
+            let capped = break_deadline.min(now.saturating_add(longest_break));
+            deadline.map_or(capped, |deadline| capped.min(deadline))
+        });
         LeaseRecord {
-            deadline: match (self.deadline, longest_lease) {
-                (Some(deadline), Some(longest)) => Some(deadline.min(longest)),
-                (deadline, _) => deadline,
-            },
-            break_deadline: self
-                .break_deadline
-                .map(|deadline| deadline.min(now.saturating_add(longest_break))),
+            deadline,
+            break_deadline,
             ..self.clone()
         }
     }
@@ -349,7 +353,9 @@ pub fn apply_lease_action(
     }
 }
 
-fn validate_action(action: &LeaseAction) -> Result<()> {
+/// Step 1 of every lease action: its arguments (durations, break periods, holder label),
+/// checked before anything is looked up.
+pub fn validate_action(action: &LeaseAction) -> Result<()> {
     match action {
         LeaseAction::Acquire {
             duration, holder, ..
