@@ -442,3 +442,48 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_failed_segment_creation_poisons_the_log_for_every_appender() {
+    for durability in [Durability::Buffered, Durability::Sync] {
+        let disk = SimStorage::new();
+        let log_options = LogOptions {
+            segment_size_bytes: 4096,
+            durability,
+            ..LogOptions::default()
+        };
+        let (log, _) = open(Arc::new(disk.clone()), &log_options).unwrap();
+        log.append(&payload::make(5, 0, 100)).unwrap();
+        // Every allocation from now on fails: the next segment can never be created.
+        disk.set_faults(Faults {
+            failing_allocations: (1..=1000).collect(),
+            ..Faults::default()
+        });
+        let log = Arc::new(log);
+        let threads: Vec<_> = (0..4u64)
+            .map(|thread| {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || {
+                    let mut failures = 0;
+                    for index in 0..100u64 {
+                        if log.append(&payload::make(thread, index, 200)).is_err() {
+                            failures += 1;
+                        }
+                    }
+                    failures
+                })
+            })
+            .collect();
+        let failures: u64 = threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .sum();
+        assert!(
+            failures > 0,
+            "{durability:?}: appends past the segment must fail"
+        );
+        assert!(log.is_poisoned(), "{durability:?}");
+        let error = log.append(b"after").expect_err("poisoned");
+        assert_eq!(error.code(), ErrorCode::Io, "{durability:?}: {error}");
+    }
+}

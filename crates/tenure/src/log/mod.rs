@@ -63,6 +63,8 @@ pub const MINIMUM_SEGMENT_SIZE_BYTES: u64 = 4096;
 pub const MAXIMUM_SEGMENT_SIZE_BYTES: u64 = 1 << 40;
 /// The largest payload one record may carry (a 64 MiB value plus its key and metadata).
 pub const MAXIMUM_PAYLOAD_BYTES: u64 = (64 << 20) + (1 << 20);
+/// The longest a group-commit leader lingers for more records before it syncs.
+const MAXIMUM_LINGER: std::time::Duration = std::time::Duration::from_micros(200);
 /// One version in this many is indexed for the change feed.
 pub(crate) const VERSION_INDEX_STRIDE: u64 = 256;
 /// How many versions may be in flight (reserved, not yet complete) at once.
@@ -91,6 +93,8 @@ struct SuperblockState {
 
 struct FlushState {
     flushing: bool,
+    /// How long the last sync took: the leader lingers at most half of it.
+    last_sync_micros: u64,
     /// Every version ≤ .0 is durable; every log byte below .1 is durable.
     durable: (Version, u64),
     poisoned: Option<Error>,
@@ -758,15 +762,32 @@ impl LogShared {
     fn wait_completed(&self, version: Version) {
         let backoff = Backoff::new();
         while unpack(self.completed.load(Ordering::Acquire)).0 < version {
+            // A poisoned log may hold a version that never completes (its reservation failed);
+            // the caller finds the poison in the flush state.
+            if self.poisoned.load(Ordering::Acquire) {
+                return;
+            }
             self.advance_completion();
             Self::wait_step(&backoff);
         }
     }
 
+    /// `buffered` acknowledgement: every version ≤ `version` is complete, and visible before
+    /// the call returns (whoever advanced the completed word).
+    fn acknowledge_buffered(&self, version: Version) -> Result<()> {
+        self.wait_completed(version);
+        if unpack(self.completed.load(Ordering::Acquire)).0 < version {
+            let poisoned = self.flush.lock().poisoned.clone();
+            return Err(poisoned.unwrap_or(Error::Closed));
+        }
+        self.visible.fetch_max(version, Ordering::AcqRel);
+        self.notify_watchers();
+        Ok(())
+    }
+
     /// Returns once every version ≤ `version` is durable. The first waiter to find no flush in
     /// progress becomes the leader and syncs for everyone (group commit).
     fn wait_durable(&self, version: Version) -> Result<()> {
-        self.wait_completed(version);
         let mut state = self.flush.lock();
         loop {
             if let Some(error) = &state.poisoned {
@@ -776,16 +797,24 @@ impl LogShared {
                 return Ok(());
             }
             if state.flushing {
+                // Followers sleep; only the leader waits for records to complete.
                 self.flush_done.wait(&mut state);
                 continue;
             }
             state.flushing = true;
             let from = state.durable.1;
-            let target = unpack(self.completed.load(Ordering::Acquire));
+            let linger =
+                std::time::Duration::from_micros(state.last_sync_micros / 2).min(MAXIMUM_LINGER);
             drop(state);
+            self.wait_completed(version);
+            self.linger_while_records_complete(linger);
+            let target = unpack(self.completed.load(Ordering::Acquire));
+            let started = std::time::Instant::now();
             let result = self.sync_range(from, target.1);
+            let sync_micros = started.elapsed().as_micros() as u64;
             state = self.flush.lock();
             state.flushing = false;
+            state.last_sync_micros = sync_micros;
             match result {
                 Ok(()) => {
                     state.durable = target;
@@ -804,6 +833,31 @@ impl LogShared {
                 }
             }
             self.flush_done.notify_all();
+        }
+    }
+
+    /// The leader's short wait before it syncs: while appenders that already reserved space
+    /// are still copying, or records keep completing, more of them can share this sync. It
+    /// ends at once when nothing is in flight (a lone writer pays one yield), and never lasts
+    /// longer than `limit` (half the last sync).
+    fn linger_while_records_complete(&self, limit: std::time::Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        let mut completed = unpack(self.completed.load(Ordering::Acquire)).0;
+        loop {
+            let reserved = unpack(self.reservation.load(Ordering::Acquire)).0 - 1;
+            if reserved <= completed || std::time::Instant::now() >= deadline {
+                return;
+            }
+            std::thread::yield_now();
+            self.advance_completion();
+            let now_completed = unpack(self.completed.load(Ordering::Acquire)).0;
+            if now_completed == completed
+                && unpack(self.reservation.load(Ordering::Acquire)).0 - 1 == reserved
+            {
+                // Nothing moved: the in-flight appenders are descheduled; don't wait on them.
+                return;
+            }
+            completed = now_completed;
         }
     }
 
@@ -949,9 +1003,7 @@ impl Reservation<'_> {
         self.seal(RecordKind::Data);
         match self.log.durability {
             Durability::Buffered => {
-                self.log.wait_completed(self.version);
-                // Visible before the call returns, whoever advanced the completed word.
-                self.log.visible.fetch_max(self.version, Ordering::AcqRel);
+                self.log.acknowledge_buffered(self.version)?;
                 Ok(self.version)
             }
             Durability::Sync => self.log.wait_durable(self.version).map(|()| self.version),
@@ -982,11 +1034,7 @@ impl Log {
     /// Waits until `version` is acknowledged per the durability mode.
     pub fn wait(&self, version: Version) -> Result<()> {
         match self.shared.durability {
-            Durability::Buffered => {
-                self.shared.wait_completed(version);
-                self.shared.visible.fetch_max(version, Ordering::AcqRel);
-                Ok(())
-            }
+            Durability::Buffered => self.shared.acknowledge_buffered(version),
             Durability::Sync => self.shared.wait_durable(version),
         }
     }

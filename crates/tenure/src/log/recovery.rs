@@ -297,6 +297,7 @@ pub(super) fn open(
         segment_creation: Mutex::new(()),
         flush: Mutex::new(FlushState {
             flushing: false,
+            last_sync_micros: 0,
             durable: (last_version, scan.tail),
             poisoned: None,
             shutdown: false,
