@@ -434,10 +434,13 @@ impl StoreShared {
         lock_timeout: Duration,
         force: bool,
     ) -> Result<(Option<Item>, LockHandle)> {
-                let lock_timeout_micros = u64::try_from(lock_timeout.as_micros()).unwrap_or(u64::MAX);
+        let lock_timeout_micros = u64::try_from(lock_timeout.as_micros()).unwrap_or(u64::MAX);
         // Step 1: arguments, before anything is looked up.
         if lock_timeout_micros == 0 {
-            return Err(Error::invalid("lock_timeout", "a lock timeout must be greater than 0"));
+            return Err(Error::invalid(
+                "lock_timeout",
+                "a lock timeout must be greater than 0",
+            ));
         }
         let handle = generated_lock_handle();
         let item = self.change_coordination(container, key, force, |current, state, now, _| {
