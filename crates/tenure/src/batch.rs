@@ -47,7 +47,7 @@ enum Operation {
     Check {
         container: String,
         key: Vec<u8>,
-        conditions: Conditions,
+        options: WriteOptions,
     },
 }
 
@@ -153,10 +153,16 @@ impl<'store> Batch<'store> {
 
     /// Asserts conditions (with none: that the item exists) without writing.
     pub fn check(&mut self, container: &str, key: &[u8], conditions: Conditions) -> &mut Self {
+        self.check_with(container, key, WriteOptions::with_conditions(conditions))
+    }
+
+    /// A check that also names the item's lease id or lock handle (`options.conditions`,
+    /// `lease_id`, `lock_handle`; the other fields are ignored).
+    pub fn check_with(&mut self, container: &str, key: &[u8], options: WriteOptions) -> &mut Self {
         self.operations.push(Operation::Check {
             container: container.to_owned(),
             key: key.to_vec(),
-            conditions,
+            options,
         });
         self
     }
@@ -303,15 +309,11 @@ impl<'store> Batch<'store> {
             }
             let entry = touched.get_mut(&key_bytes).expect("inserted above");
             let facts = entry.seen.facts();
-            let (kind, conditions) = match operation {
-                Operation::Write { kind, options, .. } => (*kind, &options.conditions),
-                Operation::Check { conditions, .. } => (WriteKind::Check, conditions),
+            let (kind, options) = match operation {
+                Operation::Write { kind, options, .. } => (*kind, options),
+                Operation::Check { options, .. } => (WriteKind::Check, options),
             };
-            let no_options = WriteOptions::default();
-            let options = match operation {
-                Operation::Write { options, .. } => options,
-                Operation::Check { .. } => &no_options,
-            };
+            let conditions = &options.conditions;
             let etag = facts
                 .map(|facts| facts.etag)
                 .filter(|etag| etag.version() != Version::MAX);

@@ -319,3 +319,48 @@ fn a_leased_container_can_only_be_deleted_with_its_lease_id() {
     };
     store.delete_container("c", &right).unwrap();
 }
+
+#[test]
+fn a_batch_check_can_name_the_lease_id_and_the_lock_handle() {
+    let (store, _, _) = store();
+    store
+        .put("c", b"leased", b"v", &WriteOptions::default())
+        .unwrap();
+    store
+        .put("c", b"locked", b"v", &WriteOptions::default())
+        .unwrap();
+    let lease = store
+        .acquire_lease("c", b"leased", &LeaseRequest::seconds(15).unwrap())
+        .unwrap();
+    let (_, handle) = store
+        .get_and_lock("c", b"locked", Duration::from_secs(30), false)
+        .unwrap();
+    let right = |lease_id, lock_handle| WriteOptions {
+        lease_id,
+        lock_handle,
+        ..WriteOptions::default()
+    };
+    let mut batch = store.batch();
+    batch
+        .check_with("c", b"leased", right(Some(lease.id), None))
+        .check_with("c", b"locked", right(None, Some(handle)))
+        .put("c", b"other", b"x", WriteOptions::default());
+    batch.commit().unwrap();
+    let wrong_lease = tenure::LeaseId(lease.id.0 ^ 1);
+    let mut refused = store.batch();
+    refused.check_with("c", b"leased", right(Some(wrong_lease), None));
+    let error = refused.commit().unwrap_err();
+    assert_eq!(error.code(), ErrorCode::LeaseIdMismatchWithBlobOperation);
+    let mut refused = store.batch();
+    refused.check_with(
+        "c",
+        b"locked",
+        right(None, Some(tenure::LockHandle(handle.0 ^ 1))),
+    );
+    assert_eq!(
+        refused.commit().unwrap_err().code(),
+        ErrorCode::InvalidLockHandle
+    );
+    // A check keeps the lock: the handle still unlocks afterwards.
+    store.unlock("c", b"locked", handle, None).unwrap();
+}
