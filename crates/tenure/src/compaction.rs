@@ -82,8 +82,9 @@ impl StoreShared {
                 break;
             }
             self.log.flush()?;
-            let settled_version = self.version();
-            if self.oldest_snapshot.load(Ordering::Acquire) < settled_version {
+            // Any open snapshot defers removal: it may read old versions in the segment, or
+            // hold values borrowed from its mapping (`Snapshot::get_borrowed`).
+            if self.oldest_snapshot.load(Ordering::Acquire) != u64::MAX {
                 report.deferred_by_snapshot = true;
                 break;
             }

@@ -39,6 +39,6 @@ pub use rules::conditions::Conditions;
 pub use rules::lease::{LeaseDuration, LeaseId, LeaseInfo, LeaseState};
 pub use rules::lock::LockHandle;
 pub use rules::ttl::Ttl;
-pub use snapshot::Snapshot;
+pub use snapshot::{BorrowedItem, Snapshot};
 pub use storage::{FileStorage, Mapping, Storage, StorageFile};
 pub use store::{Store, StoreShared};

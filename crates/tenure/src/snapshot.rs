@@ -39,6 +39,38 @@ impl Snapshot<'_> {
         self.version
     }
 
+    /// Reads an item without copying its value: the value borrows the log's mapping for as
+    /// long as the snapshot lives (LMDB's contract). Compaction does not remove a segment
+    /// while any snapshot is open, and a segment is never written again once its records
+    /// are complete, so the bytes stay valid and unchanged.
+    pub fn get_borrowed(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+    ) -> Result<BorrowedItem<'_>> {
+        self.store.check_open()?;
+        let item =
+            self.store
+                .read_at(self.version, self.now, container, key, options, false, true)?;
+        let location = self
+            .store
+            .value_location_at(self.version, self.now, container, key)?;
+        let guard = crossbeam_epoch::pin();
+        let value = match location {
+            Some(location) => {
+                let bytes = self.store.value_bytes(location, &guard)?;
+                // SAFETY: the slice points into a segment mapping that outlives this snapshot:
+                // compaction removes no segment while a snapshot is registered, segments are
+                // unmapped only when the store (which this snapshot borrows) is dropped, and
+                // complete records are never written again.
+                unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) }
+            }
+            None => &[],
+        };
+        Ok(BorrowedItem { item, value })
+    }
+
     pub fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
         self.store.check_open()?;
         self.store
@@ -81,6 +113,14 @@ impl Snapshot<'_> {
         self.store.check_open()?;
         Ok(self.store.catalog.names_at(self.version))
     }
+}
+
+/// An item read through a snapshot with its value borrowed from the log's mapping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BorrowedItem<'snapshot> {
+    /// Properties, ETag, version, times (`item.value` is `None`).
+    pub item: Item,
+    pub value: &'snapshot [u8],
 }
 
 impl Drop for Snapshot<'_> {

@@ -453,6 +453,28 @@ impl StoreShared {
         })
     }
 
+    /// Where the value of the item a snapshot at `version` sees lies in the log.
+    pub(crate) fn value_location_at(
+        &self,
+        version: Version,
+        now: Timestamp,
+        container: &str,
+        key: &[u8],
+    ) -> Result<Option<ValueLocation>> {
+        let incarnation = self
+            .catalog
+            .visible(container, version)
+            .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
+        let guard = crossbeam_epoch::pin();
+        Ok(self
+            .index
+            .with_slot(&index_key(incarnation.id, key), |slot| {
+                slot.and_then(|slot| slot.visible(version, &guard))
+                    .filter(|node| node.is_live_at(now))
+                    .and_then(|node| node.value)
+            }))
+    }
+
     pub(crate) fn value_bytes<'g>(
         &self,
         location: ValueLocation,

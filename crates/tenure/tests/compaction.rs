@@ -371,3 +371,65 @@ fn background_compaction_reclaims_space_without_being_asked() {
     }
     store.close().unwrap();
 }
+
+#[test]
+fn a_value_borrowed_through_a_snapshot_stays_valid_while_writers_and_compaction_run() {
+    let clock = ManualClock::new(START_MICROS);
+    let store =
+        Store::open_with_storage(Arc::new(SimStorage::new()), small_segments(&clock)).unwrap();
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    for key in 0..500u32 {
+        store
+            .put(
+                "c",
+                &key.to_be_bytes(),
+                &value(key, 0),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    let snapshot = store.snapshot().unwrap();
+    let borrowed: Vec<_> = (0..500u32)
+        .step_by(50)
+        .map(|key| {
+            snapshot
+                .get_borrowed("c", &key.to_be_bytes(), &ReadOptions::default())
+                .unwrap()
+        })
+        .collect();
+    for round in 1..4u32 {
+        for key in 0..500u32 {
+            store
+                .put(
+                    "c",
+                    &key.to_be_bytes(),
+                    &value(key, round),
+                    &WriteOptions::default(),
+                )
+                .unwrap();
+        }
+    }
+    let report = store.compact().unwrap();
+    assert!(report.deferred_by_snapshot, "{report:?}");
+    for (borrowed, key) in borrowed.iter().zip((0..500u32).step_by(50)) {
+        assert_eq!(
+            borrowed.value,
+            &value(key, 0)[..],
+            "borrowed bytes unchanged"
+        );
+        assert_eq!(borrowed.item.value, None);
+        assert_eq!(
+            snapshot
+                .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                .unwrap()
+                .value
+                .unwrap(),
+            borrowed.value
+        );
+    }
+    drop(borrowed);
+    drop(snapshot);
+    assert!(store.compact().unwrap().segments_removed > 0);
+}
