@@ -18,3 +18,6 @@ step "quickstart example"
 example_directory=$(mktemp -d)
 cargo run --quiet --locked -p tenure --example quickstart -- "$example_directory/store"
 rm -rf "$example_directory"
+
+step "python module (pytest, stubtest, mypy --strict)"
+bash bindings/python/run-tests.sh

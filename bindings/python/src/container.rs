@@ -1,0 +1,908 @@
+//! `tenure.Container`: item reads and writes (SPEC §3, §7), update, paging, leases (§4) and
+//! cache locks (§6) on the items of one container.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+use rand::Rng;
+
+use tenure::{
+    Conditions, ETag, ETagArg, Error, ErrorCode, LeaseRequest, ReadOptions, WriteOptions,
+};
+
+use crate::convert;
+use crate::errors::IntoPyResult;
+use crate::item::{Item, Page, PyLockHandle};
+use crate::lease::{Lease, LeaseDurationArg, LeaseInfo, LeaseTarget};
+use crate::snapshot::SnapshotCell;
+use crate::store::Handle;
+
+/// `update()` refuses more attempts than this (a bound on its loop).
+const MAX_UPDATE_ATTEMPTS: u64 = 10_000;
+/// Pages `iterate()` asks for.
+const ITERATE_PAGE_SIZE: usize = 1000;
+
+/// A container of the store. Cheap to make; holds no state of its own but its name.
+#[pyclass(frozen, module = "tenure")]
+pub struct Container {
+    pub handle: Arc<Handle>,
+    pub name: String,
+}
+
+/// The write arguments every put/create/replace/delete/set_metadata takes, converted.
+pub fn write_options(
+    content_type: Option<&Bound<'_, PyAny>>,
+    metadata: Option<&Bound<'_, PyAny>>,
+    ttl: Option<&Bound<'_, PyAny>>,
+    if_match: Option<&Bound<'_, PyAny>>,
+    if_none_match: Option<&Bound<'_, PyAny>>,
+    if_modified_since: Option<&Bound<'_, PyAny>>,
+    if_unmodified_since: Option<&Bound<'_, PyAny>>,
+    if_version: Option<&Bound<'_, PyAny>>,
+    lease_id: Option<&Bound<'_, PyAny>>,
+    lock_handle: Option<&Bound<'_, PyAny>>,
+) -> PyResult<WriteOptions> {
+    Ok(WriteOptions {
+        conditions: convert::conditions(
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            if_version,
+        )?,
+        content_type: convert::optional_text("content_type", content_type)?,
+        metadata: convert::metadata(metadata)?,
+        ttl: convert::ttl(ttl)?,
+        lease_id: convert::optional_lease_id("lease_id", lease_id)?,
+        lock_handle: convert::optional_lock_handle("lock_handle", lock_handle)?,
+    })
+}
+
+pub fn read_options(
+    if_match: Option<&Bound<'_, PyAny>>,
+    if_none_match: Option<&Bound<'_, PyAny>>,
+    if_modified_since: Option<&Bound<'_, PyAny>>,
+    if_unmodified_since: Option<&Bound<'_, PyAny>>,
+    lease_id: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ReadOptions> {
+    Ok(ReadOptions {
+        conditions: convert::conditions(
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            None,
+        )?,
+        lease_id: convert::optional_lease_id("lease_id", lease_id)?,
+    })
+}
+
+/// A listing prefix: `str` or `bytes`, may be empty (the engine checks its length).
+pub fn prefix<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
+    convert::key("prefix", value)
+}
+
+pub fn page_size(value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let size = convert::count("page_size", value, u64::from(u32::MAX))?;
+    Ok(usize::try_from(size).unwrap_or(usize::MAX))
+}
+
+/// Jittered exponential backoff after a lost compare-and-swap (at most ~13 ms).
+fn backoff(attempt: u64) -> Duration {
+    let ceiling_micros = 50u64 << attempt.min(8);
+    Duration::from_micros(rand::thread_rng().gen_range(0..=ceiling_micros))
+}
+
+impl Container {
+    fn write(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        options: WriteOptions,
+        kind: WriteKind,
+    ) -> PyResult<String> {
+        let key = convert::key("key", key)?;
+        let value = convert::value("value", value)?;
+        let name = &self.name;
+        let etag = self.handle.run(py, |store| match kind {
+            WriteKind::Put => store.put(name, &key, &value, &options),
+            WriteKind::Create => store.create(name, &key, &value, &options),
+            WriteKind::Replace => store.replace(name, &key, &value, &options),
+        })?;
+        Ok(etag.to_string())
+    }
+
+    fn lease_object(&self, key: &[u8], lease: tenure::Lease) -> Lease {
+        Lease::new(
+            Arc::clone(&self.handle),
+            LeaseTarget::item(&self.name, key),
+            lease,
+        )
+    }
+
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        duration: LeaseDurationArg,
+        proposed_id: Option<&Bound<'_, PyAny>>,
+        holder: Option<&Bound<'_, PyAny>>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Lease> {
+        let key = convert::key("key", key)?;
+        let request = LeaseRequest {
+            duration: duration.0,
+            proposed_id: convert::optional_lease_id("proposed_id", proposed_id)?,
+            holder: convert::optional_text("holder", holder)?,
+        };
+        let wait = match wait.filter(|wait| !wait.is_none()) {
+            Some(wait) => Some(convert::duration("wait", wait)?),
+            None => None,
+        };
+        let name = &self.name;
+        let lease = self.handle.run(py, |store| match wait {
+            Some(timeout) => store.acquire_lease_wait(name, &key, &request, timeout),
+            None => store.acquire_lease(name, &key, &request),
+        })?;
+        let target = LeaseTarget::item(name, &key);
+        self.handle
+            .remember_lease(&target, lease.id, request.duration);
+        Ok(self.lease_object(&key, lease))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum WriteKind {
+    Put,
+    Create,
+    Replace,
+}
+
+#[pymethods]
+impl Container {
+    #[getter]
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("tenure.Container({:?})", self.name)
+    }
+
+    /// Reads an item (SPEC §3 read conditions): `NotModified`, `ConditionNotMet`, `NotFound`.
+    #[pyo3(signature = (key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, lease_id = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        if_match: Option<&Bound<'_, PyAny>>,
+        if_none_match: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Item> {
+        let key = convert::key("key", key)?;
+        let options = read_options(
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            lease_id,
+        )?;
+        let name = &self.name;
+        let item = self
+            .handle
+            .run(py, |store| store.get(name, &key, &options))?;
+        Ok(Item::new(py, item))
+    }
+
+    /// Like `get`, without the value.
+    #[pyo3(signature = (key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, lease_id = None))]
+    fn get_properties(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        if_match: Option<&Bound<'_, PyAny>>,
+        if_none_match: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Item> {
+        let key = convert::key("key", key)?;
+        let options = read_options(
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            lease_id,
+        )?;
+        let name = &self.name;
+        let item = self
+            .handle
+            .run(py, |store| store.get_properties(name, &key, &options))?;
+        Ok(Item::new(py, item))
+    }
+
+    /// Writes the item, creating or replacing it; returns the new ETag.
+    #[pyo3(signature = (key, value, *, content_type = None, metadata = None, ttl = None, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, if_version = None, lease_id = None, lock_handle = None))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        content_type: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        if_match: Option<&Bound<'_, PyAny>>,
+        if_none_match: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+        if_version: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+        lock_handle: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let options = write_options(
+            content_type,
+            metadata,
+            ttl,
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            if_version,
+            lease_id,
+            lock_handle,
+        )?;
+        self.write(py, key, value, options, WriteKind::Put)
+    }
+
+    /// Writes the item only if it does not exist (`AlreadyExists` otherwise).
+    #[pyo3(signature = (key, value, *, content_type = None, metadata = None, ttl = None, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, if_version = None, lease_id = None, lock_handle = None))]
+    fn create(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        content_type: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        if_match: Option<&Bound<'_, PyAny>>,
+        if_none_match: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+        if_version: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+        lock_handle: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let options = write_options(
+            content_type,
+            metadata,
+            ttl,
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            if_version,
+            lease_id,
+            lock_handle,
+        )?;
+        self.write(py, key, value, options, WriteKind::Create)
+    }
+
+    /// Writes the item only if it exists (`NotFound` otherwise).
+    #[pyo3(signature = (key, value, *, content_type = None, metadata = None, ttl = None, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, if_version = None, lease_id = None, lock_handle = None))]
+    fn replace(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        content_type: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        if_match: Option<&Bound<'_, PyAny>>,
+        if_none_match: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+        if_version: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+        lock_handle: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let options = write_options(
+            content_type,
+            metadata,
+            ttl,
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            if_version,
+            lease_id,
+            lock_handle,
+        )?;
+        self.write(py, key, value, options, WriteKind::Replace)
+    }
+
+    #[pyo3(signature = (key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, if_version = None, lease_id = None, lock_handle = None))]
+    fn delete(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        if_match: Option<&Bound<'_, PyAny>>,
+        if_none_match: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+        if_version: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+        lock_handle: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let key = convert::key("key", key)?;
+        let options = write_options(
+            None,
+            None,
+            None,
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            if_version,
+            lease_id,
+            lock_handle,
+        )?;
+        let name = &self.name;
+        self.handle
+            .run(py, |store| store.delete(name, &key, &options))
+    }
+
+    /// Replaces the item's metadata, keeping its value; returns the new ETag. `content_type`
+    /// replaces the content type when given; by default the current one is kept.
+    #[pyo3(signature = (key, metadata, *, content_type = None, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, if_version = None, lease_id = None, lock_handle = None))]
+    fn set_metadata(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        metadata: &Bound<'_, PyAny>,
+        content_type: Option<&Bound<'_, PyAny>>,
+        if_match: Option<&Bound<'_, PyAny>>,
+        if_none_match: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+        if_version: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+        lock_handle: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let key = convert::key("key", key)?;
+        if metadata.is_none() {
+            return Err(convert::wrong_type(
+                "metadata",
+                "a dict of str to str",
+                metadata,
+            ));
+        }
+        let keep_content_type = content_type.is_none_or(|content_type| content_type.is_none());
+        let mut options = write_options(
+            content_type,
+            Some(metadata),
+            None,
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            if_version,
+            lease_id,
+            lock_handle,
+        )?;
+        let name = &self.name;
+        if !keep_content_type {
+            let etag = self
+                .handle
+                .run(py, |store| store.set_properties(name, &key, &options))?;
+            return Ok(etag.to_string());
+        }
+        // The engine's set_properties replaces the content type too: read it, and write with
+        // the read ETag pinned so a concurrent change cannot slip in between (SPEC §3: the
+        // first failing condition is if_match, so a mismatch of our own pin is told apart from
+        // the caller's conditions by the current ETag the refusal reports).
+        // An `if_match` of exact ETags or an `if_version` already pins one version; an empty
+        // `if_match` or `*` (exists) is replaced by the pin, which implies it.
+        let pinned_by_caller = options.conditions.if_version.is_some()
+            || (!options.conditions.if_match.is_empty()
+                && !options.conditions.if_match.contains(&ETagArg::Any));
+        let read = ReadOptions {
+            conditions: Conditions::default(),
+            lease_id: options.lease_id,
+        };
+        let etag = self.handle.run(py, |store| {
+            const MAX_ATTEMPTS: u64 = 100;
+            let mut last_conflict = None;
+            for attempt in 0..MAX_ATTEMPTS {
+                let current = store.get_properties(name, &key, &read)?;
+                options.content_type = current.content_type.clone();
+                if !pinned_by_caller {
+                    options.conditions.if_match = vec![ETagArg::Exact(current.etag)];
+                }
+                match store.set_properties(name, &key, &options) {
+                    Err(error)
+                        if !pinned_by_caller
+                            && error.code() == ErrorCode::ConditionNotMet
+                            && error.current_etag() != Some(current.etag) =>
+                    {
+                        last_conflict = Some(error);
+                        std::thread::sleep(backoff(attempt));
+                    }
+                    other => return other,
+                }
+            }
+            // MAX_ATTEMPTS > 0, so the loop ran and lost every race.
+            Err(last_conflict.unwrap_or(Error::Closed))
+        })?;
+        Ok(etag.to_string())
+    }
+
+    /// Read, apply `fn`, write back with `if_match`; on `ConditionNotMet` re-read and retry
+    /// with jittered backoff, at most `max_attempts` times, then raise the last conflict.
+    /// `fn` runs with the GIL held; if it raises, nothing is written. A missing item raises
+    /// `NotFound`, or with `create_default` is created from `fn(create_default)`.
+    #[pyo3(signature = (key, r#fn, *, max_attempts = None, create_default = None, lease_id = None), text_signature = "($self, key, fn, *, max_attempts=10, create_default=None, lease_id=None)")]
+    fn update(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        r#fn: &Bound<'_, PyAny>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        create_default: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Item> {
+        let key = convert::key("key", key)?;
+        if !r#fn.is_callable() {
+            return Err(convert::wrong_type("fn", "callable", r#fn));
+        }
+        let max_attempts = match max_attempts.filter(|value| !value.is_none()) {
+            Some(value) => convert::count("max_attempts", value, MAX_UPDATE_ATTEMPTS)?,
+            None => 10,
+        };
+        if max_attempts == 0 {
+            return Err(convert::invalid(
+                py,
+                "max_attempts",
+                format!("must be 1..={MAX_UPDATE_ATTEMPTS}"),
+            ));
+        }
+        let create_default =
+            convert::optional_value("create_default", create_default)?.map(Cow::into_owned);
+        let lease_id = convert::optional_lease_id("lease_id", lease_id)?;
+        let name = &self.name;
+        let read = ReadOptions {
+            conditions: Conditions::default(),
+            lease_id,
+        };
+        let apply = |current: &[u8]| -> PyResult<Vec<u8>> {
+            let result = r#fn.call1((PyBytes::new(py, current),))?;
+            Ok(convert::value("fn result", &result)?.into_owned())
+        };
+        let mut last_conflict = None;
+        for attempt in 0..max_attempts {
+            if attempt > 0 {
+                let pause = backoff(attempt - 1);
+                py.detach(|| std::thread::sleep(pause));
+            }
+            let current = py.detach(|| -> Result<_, Error> {
+                let store = self.handle.store()?;
+                store.get(name, &key, &read)
+            });
+            let (new_value, options, previous) = match current {
+                Ok(current) => {
+                    let new_value = apply(current.value.as_deref().unwrap_or(&[]))?;
+                    let options = WriteOptions {
+                        conditions: Conditions::if_match(current.etag),
+                        content_type: current.content_type.clone(),
+                        metadata: current.metadata.clone(),
+                        lease_id,
+                        ..WriteOptions::default()
+                    };
+                    (new_value, options, Some(current))
+                }
+                Err(error) if error.code() == ErrorCode::NotFound => match &create_default {
+                    Some(default) => {
+                        let new_value = apply(default)?;
+                        let options = WriteOptions {
+                            conditions: Conditions::if_none_match(ETagArg::Any),
+                            lease_id,
+                            ..WriteOptions::default()
+                        };
+                        (new_value, options, None)
+                    }
+                    None => return Err(error).py_result(py),
+                },
+                Err(error) => return Err(error).py_result(py),
+            };
+            let written = py.detach(|| -> Result<_, Error> {
+                let store = self.handle.store()?;
+                let etag = store.put(name, &key, &new_value, &options)?;
+                // The written item's properties (last_modified, expiry) as of its ETag.
+                let pinned = ReadOptions {
+                    conditions: Conditions::if_match(etag),
+                    lease_id,
+                };
+                Ok((etag, store.get_properties(name, &key, &pinned).ok()))
+            });
+            match written {
+                Ok((etag, properties)) => {
+                    let item =
+                        properties.unwrap_or_else(|| fallback_item(&key, etag, previous, &options));
+                    return Ok(Item::new(
+                        py,
+                        tenure::Item {
+                            value: Some(new_value),
+                            ..item
+                        },
+                    ));
+                }
+                Err(error)
+                    if matches!(
+                        error.code(),
+                        ErrorCode::ConditionNotMet | ErrorCode::AlreadyExists
+                    ) =>
+                {
+                    last_conflict = Some(error);
+                }
+                Err(error) => return Err(error).py_result(py),
+            }
+        }
+        // max_attempts > 0, so the loop ran and lost every race.
+        Err(last_conflict.unwrap_or(Error::Closed)).py_result(py)
+    }
+
+    /// The item if its version differs from `version`, else `None`.
+    fn get_if_newer(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        version: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Item>> {
+        let key = convert::key("key", key)?;
+        let version = convert::count("version", version, u64::MAX >> 1)?;
+        let name = &self.name;
+        let item = self
+            .handle
+            .run(py, |store| store.get_if_newer(name, &key, version))?;
+        Ok(item.map(|item| Item::new(py, item)))
+    }
+
+    /// One page of the items whose keys start with `prefix`, in key order.
+    #[pyo3(signature = (prefix = None, *, page_size = None, continuation = None, include_values = false), text_signature = "($self, prefix='', *, page_size=1000, continuation=None, include_values=False)")]
+    fn list(
+        &self,
+        py: Python<'_>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        page_size: Option<&Bound<'_, PyAny>>,
+        continuation: Option<&Bound<'_, PyAny>>,
+        include_values: bool,
+    ) -> PyResult<Page> {
+        let prefix = match prefix {
+            Some(prefix) => self::prefix(prefix)?,
+            None => Cow::Borrowed(&[][..]),
+        };
+        let page_size = match page_size {
+            Some(size) if !size.is_none() => self::page_size(size)?,
+            _ => 1000,
+        };
+        let continuation = convert::optional_text("continuation", continuation)?;
+        let name = &self.name;
+        let page = self.handle.run(py, |store| {
+            store.list(
+                name,
+                &prefix,
+                page_size,
+                continuation.as_deref(),
+                include_values,
+            )
+        })?;
+        Page::new(py, page)
+    }
+
+    /// Every item whose key starts with `prefix`, following continuations page by page.
+    #[pyo3(signature = (prefix = None, *, include_values = false), text_signature = "($self, prefix='', *, include_values=False)")]
+    fn iterate(
+        &self,
+        prefix: Option<&Bound<'_, PyAny>>,
+        include_values: bool,
+    ) -> PyResult<ItemIterator> {
+        let prefix = match prefix {
+            Some(prefix) => self::prefix(prefix)?.into_owned(),
+            None => Vec::new(),
+        };
+        Ok(ItemIterator::new(
+            Source::Store(Arc::clone(&self.handle)),
+            self.name.clone(),
+            prefix,
+            include_values,
+        ))
+    }
+
+    // ----- leases (SPEC §4) -----
+
+    /// Acquires the item's lease. `duration`: 15–60 seconds, `None` = infinite. `wait`: seconds
+    /// to wait for it (first come, first served) instead of failing at once.
+    #[pyo3(
+        signature = (key, duration = LeaseDurationArg::DEFAULT, *, proposed_id = None, holder = None, wait = None),
+        text_signature = "($self, key, duration=15, *, proposed_id=None, holder=None, wait=None)"
+    )]
+    fn acquire_lease(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        duration: LeaseDurationArg,
+        proposed_id: Option<&Bound<'_, PyAny>>,
+        holder: Option<&Bound<'_, PyAny>>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Lease> {
+        self.acquire(py, key, duration, proposed_id, holder, wait)
+    }
+
+    /// Acquires the lease for a `with` block: `with container.lease(key) as lease: ...`
+    /// releases it on exit.
+    #[pyo3(
+        signature = (key, duration = LeaseDurationArg::DEFAULT, *, proposed_id = None, holder = None, wait = None),
+        text_signature = "($self, key, duration=15, *, proposed_id=None, holder=None, wait=None)"
+    )]
+    fn lease(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        duration: LeaseDurationArg,
+        proposed_id: Option<&Bound<'_, PyAny>>,
+        holder: Option<&Bound<'_, PyAny>>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Lease> {
+        self.acquire(py, key, duration, proposed_id, holder, wait)
+    }
+
+    fn renew_lease(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        lease_id: &Bound<'_, PyAny>,
+    ) -> PyResult<Lease> {
+        let key = convert::key("key", key)?;
+        let id = convert::lease_id("lease_id", lease_id)?;
+        let name = &self.name;
+        let lease = self
+            .handle
+            .run(py, |store| store.renew_lease(name, &key, id))?;
+        Ok(self.lease_object(&key, lease))
+    }
+
+    fn change_lease(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        lease_id: &Bound<'_, PyAny>,
+        proposed_id: &Bound<'_, PyAny>,
+    ) -> PyResult<Lease> {
+        let key = convert::key("key", key)?;
+        let id = convert::lease_id("lease_id", lease_id)?;
+        let proposed = convert::lease_id("proposed_id", proposed_id)?;
+        let name = &self.name;
+        let lease = self
+            .handle
+            .run(py, |store| store.change_lease(name, &key, id, proposed))?;
+        self.handle
+            .change_remembered_lease(&LeaseTarget::item(name, &key), lease.id);
+        Ok(self.lease_object(&key, lease))
+    }
+
+    fn release_lease(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        lease_id: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let key = convert::key("key", key)?;
+        let id = convert::lease_id("lease_id", lease_id)?;
+        let name = &self.name;
+        self.handle
+            .run(py, |store| store.release_lease(name, &key, id))?;
+        self.handle.forget_lease(&LeaseTarget::item(name, &key));
+        Ok(())
+    }
+
+    /// Breaks the lease; returns the seconds until a new lease can be acquired (0 when broken
+    /// at once). `period`: 0–60 seconds, or `None` (SPEC §4).
+    #[pyo3(signature = (key, period = None))]
+    fn break_lease(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        period: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<f64> {
+        let key = convert::key("key", key)?;
+        let period = convert::break_period(period)?;
+        let name = &self.name;
+        let left = self
+            .handle
+            .run(py, |store| store.break_lease(name, &key, period))?;
+        Ok(left.as_secs_f64())
+    }
+
+    fn lease_info(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<LeaseInfo> {
+        let key = convert::key("key", key)?;
+        let name = &self.name;
+        let info = self.handle.run(py, |store| store.lease_info(name, &key))?;
+        Ok(LeaseInfo::new(
+            &self.handle,
+            &LeaseTarget::item(name, &key),
+            info,
+        ))
+    }
+
+    // ----- cache locks (SPEC §6) -----
+
+    /// Locks the item for `lock_timeout` seconds; returns it (or `None` when force-locking an
+    /// absent key) and the handle. Never waits: `ObjectLocked` if it is locked or leased.
+    #[pyo3(signature = (key, lock_timeout, *, force = false))]
+    fn get_and_lock<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        lock_timeout: &Bound<'py, PyAny>,
+        force: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let key = convert::key("key", key)?;
+        let timeout = convert::duration("lock_timeout", lock_timeout)?;
+        let name = &self.name;
+        let (item, handle) = self
+            .handle
+            .run(py, |store| store.get_and_lock(name, &key, timeout, force))?;
+        let item = item.map(|item| Item::new(py, item));
+        (item, PyLockHandle { handle }).into_pyobject(py)
+    }
+
+    /// Replaces the locked item and unlocks it; returns the new ETag.
+    #[pyo3(signature = (key, value, handle, *, ttl = None))]
+    fn put_and_unlock(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        handle: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let key = convert::key("key", key)?;
+        let value = convert::value("value", value)?;
+        let handle = convert::lock_handle("handle", handle)?;
+        let ttl = convert::ttl(ttl)?;
+        let name = &self.name;
+        let etag = self.handle.run(py, |store| {
+            store.put_and_unlock(name, &key, &value, handle, ttl)
+        })?;
+        Ok(etag.to_string())
+    }
+
+    /// Releases the lock. `ttl` given: the item's expiry restarts from now with it.
+    #[pyo3(signature = (key, handle, *, ttl = None))]
+    fn unlock(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        handle: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let key = convert::key("key", key)?;
+        let handle = convert::lock_handle("handle", handle)?;
+        let ttl = match ttl.filter(|ttl| !ttl.is_none()) {
+            Some(ttl) => Some(convert::ttl(Some(ttl))?),
+            None => None,
+        };
+        let name = &self.name;
+        self.handle
+            .run(py, |store| store.unlock(name, &key, handle, ttl))
+    }
+}
+
+/// The item `update()` returns when the read-back after its write lost a race: what it wrote.
+fn fallback_item(
+    key: &[u8],
+    etag: ETag,
+    previous: Option<tenure::Item>,
+    options: &WriteOptions,
+) -> tenure::Item {
+    let (last_modified, expires_at) = previous
+        .map(|item| (item.last_modified, item.expires_at))
+        .unwrap_or((0, None));
+    tenure::Item {
+        key: key.to_vec(),
+        value: None,
+        etag,
+        version: etag.version(),
+        last_modified,
+        content_type: options.content_type.clone(),
+        metadata: options.metadata.clone(),
+        expires_at,
+    }
+}
+
+/// Where an `ItemIterator` reads pages from.
+pub enum Source {
+    Store(Arc<Handle>),
+    Snapshot(Arc<SnapshotCell>),
+}
+
+/// Iterates a listing page by page (`Container.iterate`, `Snapshot.iterate`).
+#[pyclass(module = "tenure")]
+pub struct ItemIterator {
+    source: Source,
+    container: String,
+    prefix: Vec<u8>,
+    include_values: bool,
+    continuation: Option<String>,
+    buffered: VecDeque<tenure::Item>,
+    finished: bool,
+}
+
+impl ItemIterator {
+    pub fn new(
+        source: Source,
+        container: String,
+        prefix: Vec<u8>,
+        include_values: bool,
+    ) -> ItemIterator {
+        ItemIterator {
+            source,
+            container,
+            prefix,
+            include_values,
+            continuation: None,
+            buffered: VecDeque::new(),
+            finished: false,
+        }
+    }
+}
+
+#[pymethods]
+impl ItemIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Item>> {
+        // Pages may be short (even empty) while a continuation still comes back.
+        while self.buffered.is_empty() && !self.finished {
+            let (container, prefix, continuation) =
+                (&self.container, &self.prefix, self.continuation.as_deref());
+            let include_values = self.include_values;
+            let page = match &self.source {
+                Source::Store(handle) => handle.run(py, |store| {
+                    store.list(
+                        container,
+                        prefix,
+                        ITERATE_PAGE_SIZE,
+                        continuation,
+                        include_values,
+                    )
+                })?,
+                Source::Snapshot(cell) => py
+                    .detach(|| {
+                        crate::snapshot::with_snapshot(cell, |snapshot| {
+                            snapshot.list(
+                                container,
+                                prefix,
+                                ITERATE_PAGE_SIZE,
+                                continuation,
+                                include_values,
+                            )
+                        })
+                    })
+                    .py_result(py)?,
+            };
+            self.finished = page.continuation.is_none();
+            self.continuation = page.continuation;
+            self.buffered.extend(page.items);
+        }
+        Ok(self.buffered.pop_front().map(|item| Item::new(py, item)))
+    }
+}

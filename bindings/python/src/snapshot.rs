@@ -1,0 +1,227 @@
+//! `tenure.Snapshot` (SPEC §9): a repeatable view of the store at one version, a context
+//! manager that releases it on exit.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use pyo3::prelude::*;
+
+use tenure::{Error, Store as EngineStore};
+
+use crate::container::{page_size, prefix, read_options, ItemIterator, Source};
+use crate::convert;
+use crate::errors::IntoPyResult;
+use crate::item::{Item, Page};
+use crate::store::Handle;
+
+/// The engine snapshot and the store it borrows from.
+pub struct SnapshotInner {
+    // Declared first, so dropped first: it borrows from `_store`.
+    snapshot: tenure::Snapshot<'static>,
+    _store: Arc<EngineStore>,
+}
+
+/// `None` once the snapshot (or its store) is closed.
+pub type SnapshotCell = RwLock<Option<SnapshotInner>>;
+
+/// Runs `read` on the open snapshot; `Closed` once it was closed. Call it detached.
+pub fn with_snapshot<T>(
+    cell: &SnapshotCell,
+    read: impl FnOnce(&tenure::Snapshot<'static>) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let guard = cell.read();
+    let inner = guard.as_ref().ok_or(Error::Closed)?;
+    read(&inner.snapshot)
+}
+
+#[pyclass(frozen, module = "tenure")]
+pub struct Snapshot {
+    cell: Arc<SnapshotCell>,
+    version: u64,
+}
+
+impl Snapshot {
+    pub fn open(py: Python<'_>, handle: &Arc<Handle>) -> PyResult<Snapshot> {
+        let inner = py
+            .detach(|| -> Result<SnapshotInner, Error> {
+                let store = handle.store()?;
+                let snapshot = store.snapshot()?;
+                // SAFETY: the snapshot borrows the engine's shared state, which lives in a heap
+                // allocation owned (through `Store`) by the `Arc` stored beside it. That Arc is
+                // never taken out of `SnapshotInner`, and the snapshot field is dropped before
+                // it, so the borrow never outlives what it points to.
+                let snapshot: tenure::Snapshot<'static> = unsafe {
+                    std::mem::transmute::<tenure::Snapshot<'_>, tenure::Snapshot<'static>>(snapshot)
+                };
+                Ok(SnapshotInner {
+                    snapshot,
+                    _store: store,
+                })
+            })
+            .py_result(py)?;
+        let version = inner.snapshot.version();
+        let cell = Arc::new(RwLock::new(Some(inner)));
+        handle.register_snapshot(&cell);
+        Ok(Snapshot { cell, version })
+    }
+
+    fn read<T: Send>(
+        &self,
+        py: Python<'_>,
+        read: impl FnOnce(&tenure::Snapshot<'static>) -> Result<T, Error> + Send,
+    ) -> PyResult<T> {
+        let cell = &self.cell;
+        py.detach(|| with_snapshot(cell, read)).py_result(py)
+    }
+}
+
+#[pymethods]
+impl Snapshot {
+    /// The version this snapshot reads at.
+    #[getter]
+    fn version(&self) -> u64 {
+        self.version
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.cell.read().is_none()
+    }
+
+    /// Releases the snapshot (old versions it kept become reclaimable). Later reads raise
+    /// `Closed`.
+    fn close(&self, py: Python<'_>) {
+        let cell = &self.cell;
+        // Dropping it waits for a read in progress, so do it detached.
+        let inner = py.detach(|| cell.write().take());
+        drop(inner);
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type, exc_value, traceback))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        exc_value: &Bound<'_, PyAny>,
+        traceback: &Bound<'_, PyAny>,
+    ) {
+        let _ = (exc_type, exc_value, traceback);
+        self.close(py);
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<tenure.Snapshot at version {}>", self.version)
+    }
+
+    #[pyo3(signature = (container, key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, lease_id = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        container: &Bound<'_, PyAny>,
+        key: &Bound<'_, PyAny>,
+        if_match: Option<&Bound<'_, PyAny>>,
+        if_none_match: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Item> {
+        let container = convert::container_name("container", container)?;
+        let key = convert::key("key", key)?;
+        let options = read_options(
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            lease_id,
+        )?;
+        let item = self.read(py, |snapshot| snapshot.get(&container, &key, &options))?;
+        Ok(Item::new(py, item))
+    }
+
+    #[pyo3(signature = (container, key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, lease_id = None))]
+    fn get_properties(
+        &self,
+        py: Python<'_>,
+        container: &Bound<'_, PyAny>,
+        key: &Bound<'_, PyAny>,
+        if_match: Option<&Bound<'_, PyAny>>,
+        if_none_match: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Item> {
+        let container = convert::container_name("container", container)?;
+        let key = convert::key("key", key)?;
+        let options = read_options(
+            if_match,
+            if_none_match,
+            if_modified_since,
+            if_unmodified_since,
+            lease_id,
+        )?;
+        let item = self.read(py, |snapshot| {
+            snapshot.get_properties(&container, &key, &options)
+        })?;
+        Ok(Item::new(py, item))
+    }
+
+    #[pyo3(signature = (container, prefix = None, *, page_size = None, continuation = None, include_values = false), text_signature = "($self, container, prefix='', *, page_size=1000, continuation=None, include_values=False)")]
+    fn list(
+        &self,
+        py: Python<'_>,
+        container: &Bound<'_, PyAny>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        page_size: Option<&Bound<'_, PyAny>>,
+        continuation: Option<&Bound<'_, PyAny>>,
+        include_values: bool,
+    ) -> PyResult<Page> {
+        let container = convert::container_name("container", container)?;
+        let prefix = match prefix {
+            Some(value) => self::prefix(value)?.into_owned(),
+            None => Vec::new(),
+        };
+        let page_size = match page_size {
+            Some(size) if !size.is_none() => self::page_size(size)?,
+            _ => 1000,
+        };
+        let continuation = convert::optional_text("continuation", continuation)?;
+        let page = self.read(py, |snapshot| {
+            snapshot.list(
+                &container,
+                &prefix,
+                page_size,
+                continuation.as_deref(),
+                include_values,
+            )
+        })?;
+        Page::new(py, page)
+    }
+
+    #[pyo3(signature = (container, prefix = None, *, include_values = false), text_signature = "($self, container, prefix='', *, include_values=False)")]
+    fn iterate(
+        &self,
+        container: &Bound<'_, PyAny>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        include_values: bool,
+    ) -> PyResult<ItemIterator> {
+        let container = convert::container_name("container", container)?;
+        let prefix = match prefix {
+            Some(value) => self::prefix(value)?.into_owned(),
+            None => Vec::new(),
+        };
+        Ok(ItemIterator::new(
+            Source::Snapshot(Arc::clone(&self.cell)),
+            container,
+            prefix,
+            include_values,
+        ))
+    }
+
+    fn list_containers(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.read(py, |snapshot| snapshot.list_containers())
+    }
+}

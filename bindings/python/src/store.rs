@@ -1,0 +1,529 @@
+//! `tenure.open` and `tenure.Store`: the open store, containers, container leases, snapshots,
+//! batches, compaction and close.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use tenure::{
+    ContainerOptions, ContainerWriteOptions, Durability, Error, ErrorCode, LeaseDuration, LeaseId,
+    LeaseRequest, Limits, Store as EngineStore, StoreOptions,
+};
+
+use crate::batch::Batch;
+use crate::clock::ManualClock;
+use crate::container::Container;
+use crate::convert;
+use crate::errors::IntoPyResult;
+use crate::lease::{Lease, LeaseDurationArg, LeaseInfo, LeaseTarget};
+use crate::snapshot::{Snapshot, SnapshotCell};
+
+/// How long `close()` waits for calls still running in other threads (a waiting lease acquire
+/// can take long) before leaving the final close to the last of them.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
+/// The engine handle shared by a `Store` and everything made from it (containers, snapshots,
+/// batches, leases). `None` once closed: every later call raises `Closed`.
+pub struct Handle {
+    store: RwLock<Option<Arc<EngineStore>>>,
+    /// Open snapshots, ended by `close()` so they release the store.
+    snapshots: Mutex<Vec<Weak<SnapshotCell>>>,
+    /// Durations of the leases granted through this handle. The engine's `LeaseInfo` does not
+    /// report a lease's duration; the store is open only once at a time, so every lease granted
+    /// since it opened went through here. Leases from before the open show `None`.
+    lease_durations: Mutex<HashMap<LeaseTarget, (LeaseId, LeaseDuration)>>,
+    pub path: PathBuf,
+}
+
+/// At most this many remembered lease durations; past it the table starts over.
+const MAX_REMEMBERED_LEASES: usize = 1 << 20;
+
+impl Handle {
+    /// The open engine store, or `Closed`.
+    pub fn store(&self) -> Result<Arc<EngineStore>, Error> {
+        self.store.read().clone().ok_or(Error::Closed)
+    }
+
+    /// Runs one engine call with the GIL released. Arguments must already be converted (and
+    /// copied where mutable); the closure sees no Python object.
+    pub fn run<T, F>(&self, py: Python<'_>, operation: F) -> PyResult<T>
+    where
+        F: FnOnce(&EngineStore) -> Result<T, Error> + Send,
+        T: Send,
+    {
+        py.detach(|| {
+            let store = self.store()?;
+            operation(&store)
+        })
+        .py_result(py)
+    }
+
+    pub fn register_snapshot(&self, cell: &Arc<SnapshotCell>) {
+        let mut snapshots = self.snapshots.lock();
+        snapshots.retain(|weak| weak.strong_count() > 0);
+        snapshots.push(Arc::downgrade(cell));
+    }
+
+    pub fn remember_lease(&self, target: &LeaseTarget, id: LeaseId, duration: LeaseDuration) {
+        let mut durations = self.lease_durations.lock();
+        if durations.len() >= MAX_REMEMBERED_LEASES {
+            durations.clear();
+        }
+        durations.insert(target.clone(), (id, duration));
+    }
+
+    pub fn change_remembered_lease(&self, target: &LeaseTarget, id: LeaseId) {
+        if let Some(entry) = self.lease_durations.lock().get_mut(target) {
+            entry.0 = id;
+        }
+    }
+
+    pub fn forget_lease(&self, target: &LeaseTarget) {
+        self.lease_durations.lock().remove(target);
+    }
+
+    pub fn lease_duration(&self, target: &LeaseTarget, id: LeaseId) -> Option<LeaseDuration> {
+        self.lease_durations
+            .lock()
+            .get(target)
+            .filter(|(known, _)| *known == id)
+            .map(|(_, duration)| *duration)
+    }
+
+    fn close(&self) -> Result<(), Error> {
+        let Some(mut store) = self.store.write().take() else {
+            return Ok(());
+        };
+        // Snapshots hold the store: end them (each waits for a read in progress).
+        let snapshots: Vec<_> = self.snapshots.lock().drain(..).collect();
+        for snapshot in snapshots.iter().filter_map(Weak::upgrade) {
+            snapshot.write().take();
+        }
+        // Calls already running in other threads hold it too, for the length of one call.
+        let deadline = Instant::now() + CLOSE_WAIT;
+        loop {
+            match Arc::try_unwrap(store) {
+                Ok(store) => return store.close(),
+                Err(shared) if Instant::now() < deadline => {
+                    store = shared;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                // The last running call closes it when it ends (the engine's Drop).
+                Err(_) => return Ok(()),
+            }
+        }
+    }
+}
+
+fn invalid_option(name: &'static str, reason: String) -> Error {
+    Error::InvalidArgument {
+        argument: name,
+        reason,
+    }
+}
+
+/// `open(**options)`: the engine's store options by name.
+fn store_options(
+    py: Python<'_>,
+    durability: &str,
+    clock: Option<&ManualClock>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<StoreOptions> {
+    let mut store_options = StoreOptions {
+        durability: match durability {
+            "sync" => Durability::Sync,
+            "buffered" => Durability::Buffered,
+            other => {
+                return Err(convert::invalid(
+                    py,
+                    "durability",
+                    format!("\"sync\" or \"buffered\", not {other:?}"),
+                ))
+            }
+        },
+        ..StoreOptions::default()
+    };
+    if let Some(clock) = clock {
+        store_options.clock = Arc::new(clock.engine_clock());
+    }
+    let Some(options) = options else {
+        return Ok(store_options);
+    };
+    let limits: &mut Limits = &mut store_options.limits;
+    for (name, value) in options.iter() {
+        let name: String = name.extract()?;
+        let positive = |argument: &'static str| -> PyResult<u64> {
+            let number = convert::count(argument, &value, u64::MAX >> 1)?;
+            if number == 0 {
+                return Err(crate::errors::to_py(
+                    py,
+                    invalid_option(argument, "must be at least 1".to_owned()),
+                ));
+            }
+            Ok(number)
+        };
+        let as_usize = |number: u64| usize::try_from(number).unwrap_or(usize::MAX);
+        match name.as_str() {
+            "segment_size_bytes" => {
+                store_options.segment_size_bytes = positive("segment_size_bytes")?
+            }
+            "max_key_bytes" => limits.max_key_bytes = as_usize(positive("max_key_bytes")?),
+            "max_value_bytes" => limits.max_value_bytes = as_usize(positive("max_value_bytes")?),
+            "max_metadata_bytes" => {
+                limits.max_metadata_bytes = as_usize(positive("max_metadata_bytes")?)
+            }
+            "max_content_type_bytes" => {
+                limits.max_content_type_bytes = as_usize(positive("max_content_type_bytes")?)
+            }
+            "max_batch_operations" => {
+                limits.max_batch_operations = as_usize(positive("max_batch_operations")?)
+            }
+            "max_batch_bytes" => limits.max_batch_bytes = as_usize(positive("max_batch_bytes")?),
+            "max_page_size" => limits.max_page_size = as_usize(positive("max_page_size")?),
+            "background_compaction_interval" => {
+                store_options.background_compaction_interval = if value.is_none() {
+                    None
+                } else {
+                    Some(convert::duration("background_compaction_interval", &value)?)
+                        .filter(|interval| !interval.is_zero())
+                }
+            }
+            "background_compaction_sealed_segments" => {
+                store_options.background_compaction_sealed_segments =
+                    as_usize(positive("background_compaction_sealed_segments")?)
+            }
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "open() got an unexpected keyword argument '{other}'"
+                )))
+            }
+        }
+    }
+    Ok(store_options)
+}
+
+/// Opens (creating if needed) the store in directory `path`.
+#[pyfunction]
+#[pyo3(signature = (path, *, durability = "sync", clock = None, **options))]
+pub fn open(
+    py: Python<'_>,
+    path: PathBuf,
+    durability: &str,
+    clock: Option<PyRef<'_, ManualClock>>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Store> {
+    let store_options = store_options(py, durability, clock.as_deref(), options)?;
+    let opened = py
+        .detach(|| EngineStore::open(&path, store_options))
+        .py_result(py)?;
+    Ok(Store {
+        handle: Arc::new(Handle {
+            store: RwLock::new(Some(Arc::new(opened))),
+            snapshots: Mutex::new(Vec::new()),
+            lease_durations: Mutex::new(HashMap::new()),
+            path,
+        }),
+    })
+}
+
+/// An open store. Share it between threads freely; close it (or use it as a context manager)
+/// to release the directory.
+#[pyclass(frozen, module = "tenure")]
+pub struct Store {
+    pub handle: Arc<Handle>,
+}
+
+impl Store {
+    fn container_object(&self, name: String) -> Container {
+        Container {
+            handle: Arc::clone(&self.handle),
+            name,
+        }
+    }
+
+    fn container_lease(
+        &self,
+        name: &str,
+        lease: tenure::Lease,
+        duration: Option<LeaseDuration>,
+    ) -> Lease {
+        let target = LeaseTarget::container(name);
+        if let Some(duration) = duration {
+            self.handle.remember_lease(&target, lease.id, duration);
+        }
+        Lease::new(Arc::clone(&self.handle), target, lease)
+    }
+}
+
+#[pymethods]
+impl Store {
+    /// Flushes and closes the store. Every later call through it (or its containers,
+    /// snapshots, batches, leases) raises `Closed`. Closing twice is harmless.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let handle = &self.handle;
+        py.detach(|| handle.close()).py_result(py)
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.handle.store.read().is_none()
+    }
+
+    #[getter]
+    fn path(&self) -> String {
+        self.handle.path.display().to_string()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type, exc_value, traceback))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        exc_value: &Bound<'_, PyAny>,
+        traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let _ = (exc_type, exc_value, traceback);
+        self.close(py)
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() { "closed" } else { "open" };
+        format!(
+            "<tenure.Store {:?} ({state})>",
+            self.handle.path.display().to_string()
+        )
+    }
+
+    /// The latest committed version.
+    #[getter]
+    fn version(&self, py: Python<'_>) -> PyResult<u64> {
+        self.handle.run(py, |store| Ok(store.version()))
+    }
+
+    /// Makes every acknowledged write durable (needed only with durability="buffered").
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.handle.run(py, |store| store.flush())
+    }
+
+    /// Reclaims the space of superseded, deleted and expired items now.
+    fn compact<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let report = self.handle.run(py, |store| store.compact())?;
+        let result = PyDict::new(py);
+        result.set_item("segments_removed", report.segments_removed)?;
+        result.set_item("bytes_removed", report.bytes_removed)?;
+        result.set_item("items_relocated", report.items_relocated)?;
+        result.set_item("containers_relocated", report.containers_relocated)?;
+        result.set_item("deferred_by_snapshot", report.deferred_by_snapshot)?;
+        Ok(result)
+    }
+
+    #[pyo3(signature = (name, *, metadata = None, default_ttl = None, exist_ok = false))]
+    fn create_container(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        default_ttl: Option<&Bound<'_, PyAny>>,
+        exist_ok: bool,
+    ) -> PyResult<Container> {
+        let name = text_name(name)?;
+        let metadata = convert::metadata(metadata)?;
+        let default_ttl_seconds = match default_ttl.filter(|ttl| !ttl.is_none()) {
+            Some(ttl) => {
+                let seconds = convert::whole_seconds("default_ttl", ttl)?;
+                Some(u32::try_from(seconds).map_err(|_| {
+                    convert::invalid(
+                        py,
+                        "default_ttl",
+                        format!(
+                            "a container default TTL is 1..={} seconds, not {seconds}",
+                            u32::MAX
+                        ),
+                    )
+                })?)
+            }
+            None => None,
+        };
+        let options = ContainerOptions {
+            metadata,
+            default_ttl_seconds,
+        };
+        let created = self
+            .handle
+            .run(py, |store| match store.create_container(&name, &options) {
+                Ok(_) => Ok(()),
+                Err(error) if exist_ok && error.code() == ErrorCode::ContainerAlreadyExists => {
+                    Ok(())
+                }
+                Err(error) => Err(error),
+            });
+        created.map(|()| self.container_object(name))
+    }
+
+    /// The container `name`; `ContainerNotFound` if it does not exist.
+    fn container(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Container> {
+        let name = text_name(name)?;
+        self.handle
+            .run(py, |store| store.container_properties(&name).map(drop))?;
+        Ok(self.container_object(name))
+    }
+
+    /// Deletes the container and every item in it, atomically.
+    #[pyo3(signature = (name, *, lease_id = None, if_modified_since = None, if_unmodified_since = None))]
+    fn delete_container(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        lease_id: Option<&Bound<'_, PyAny>>,
+        if_modified_since: Option<&Bound<'_, PyAny>>,
+        if_unmodified_since: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let name = text_name(name)?;
+        let options = ContainerWriteOptions {
+            conditions: convert::conditions(
+                None,
+                None,
+                if_modified_since,
+                if_unmodified_since,
+                None,
+            )?,
+            lease_id: convert::optional_lease_id("lease_id", lease_id)?,
+        };
+        self.handle
+            .run(py, |store| store.delete_container(&name, &options))?;
+        self.handle.forget_lease(&LeaseTarget::container(&name));
+        Ok(())
+    }
+
+    fn list_containers(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.handle.run(py, |store| store.list_containers())
+    }
+
+    /// Acquires the container's lease (SPEC §5): only delete_container is guarded by it.
+    #[pyo3(
+        signature = (name, duration = LeaseDurationArg::DEFAULT, *, proposed_id = None, holder = None),
+        text_signature = "($self, name, duration=15, *, proposed_id=None, holder=None)"
+    )]
+    fn acquire_container_lease(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        duration: LeaseDurationArg,
+        proposed_id: Option<&Bound<'_, PyAny>>,
+        holder: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Lease> {
+        let name = text_name(name)?;
+        let request = LeaseRequest {
+            duration: duration.0,
+            proposed_id: convert::optional_lease_id("proposed_id", proposed_id)?,
+            holder: convert::optional_text("holder", holder)?,
+        };
+        let lease = self
+            .handle
+            .run(py, |store| store.acquire_container_lease(&name, &request))?;
+        Ok(self.container_lease(&name, lease, Some(request.duration)))
+    }
+
+    fn renew_container_lease(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        lease_id: &Bound<'_, PyAny>,
+    ) -> PyResult<Lease> {
+        let name = text_name(name)?;
+        let id = convert::lease_id("lease_id", lease_id)?;
+        let lease = self
+            .handle
+            .run(py, |store| store.renew_container_lease(&name, id))?;
+        Ok(self.container_lease(&name, lease, None))
+    }
+
+    fn change_container_lease(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        lease_id: &Bound<'_, PyAny>,
+        proposed_id: &Bound<'_, PyAny>,
+    ) -> PyResult<Lease> {
+        let name = text_name(name)?;
+        let id = convert::lease_id("lease_id", lease_id)?;
+        let proposed = convert::lease_id("proposed_id", proposed_id)?;
+        let lease = self.handle.run(py, |store| {
+            store.change_container_lease(&name, id, proposed)
+        })?;
+        self.handle
+            .change_remembered_lease(&LeaseTarget::container(&name), lease.id);
+        Ok(self.container_lease(&name, lease, None))
+    }
+
+    fn release_container_lease(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        lease_id: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let name = text_name(name)?;
+        let id = convert::lease_id("lease_id", lease_id)?;
+        self.handle
+            .run(py, |store| store.release_container_lease(&name, id))?;
+        self.handle.forget_lease(&LeaseTarget::container(&name));
+        Ok(())
+    }
+
+    /// Breaks the container's lease; returns the seconds until a new lease can be acquired.
+    #[pyo3(signature = (name, period = None))]
+    fn break_container_lease(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        period: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<f64> {
+        let name = text_name(name)?;
+        let period = convert::break_period(period)?;
+        let left = self
+            .handle
+            .run(py, |store| store.break_container_lease(&name, period))?;
+        Ok(left.as_secs_f64())
+    }
+
+    fn container_lease_info(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<LeaseInfo> {
+        let name = text_name(name)?;
+        let info = self
+            .handle
+            .run(py, |store| store.container_lease_info(&name))?;
+        Ok(LeaseInfo::new(
+            &self.handle,
+            &LeaseTarget::container(&name),
+            info,
+        ))
+    }
+
+    /// A repeatable view of the whole store at the current version (a context manager).
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        Snapshot::open(py, &self.handle)
+    }
+
+    /// An all-or-nothing batch (a context manager: commits on a clean exit, discards on an
+    /// exception).
+    fn batch(&self) -> Batch {
+        Batch::new(Arc::clone(&self.handle))
+    }
+}
+
+/// A container name argument: `str` only (TypeError otherwise).
+pub fn text_name(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if !value.is_instance_of::<PyString>() {
+        return Err(convert::wrong_type("name", "a str", value));
+    }
+    convert::container_name("name", value)
+}
