@@ -80,6 +80,13 @@ pub(crate) fn coordination_after_write(
     Ok(Coordination { lease, lock })
 }
 
+/// What a successful write wrote (a delete writes nothing that a caller reads back).
+pub(crate) struct Written {
+    pub(crate) version: Version,
+    pub(crate) last_modified: crate::clock::Timestamp,
+    pub(crate) expires_at: Option<crate::clock::Timestamp>,
+}
+
 /// What a write does to the item.
 #[derive(Clone, Copy)]
 pub(crate) enum Change<'a> {
@@ -106,7 +113,7 @@ impl StoreShared {
             Change::Value(value),
             options,
         )
-        .map(|version| ETag(version.expect("a put always writes")))
+        .map(|written| ETag(written.expect("a put always writes").version))
     }
 
     /// Writes the item only if it does not exist (`AlreadyExists` otherwise).
@@ -124,7 +131,7 @@ impl StoreShared {
             Change::Value(value),
             options,
         )
-        .map(|version| ETag(version.expect("a create always writes")))
+        .map(|written| ETag(written.expect("a create always writes").version))
     }
 
     /// Writes the item only if it exists (`NotFound` otherwise).
@@ -142,7 +149,7 @@ impl StoreShared {
             Change::Value(value),
             options,
         )
-        .map(|version| ETag(version.expect("a replace always writes")))
+        .map(|written| ETag(written.expect("a replace always writes").version))
     }
 
     pub fn delete(&self, container: &str, key: &[u8], options: &WriteOptions) -> Result<()> {
@@ -164,7 +171,7 @@ impl StoreShared {
             Change::Properties,
             options,
         )
-        .map(|version| ETag(version.expect("set_properties always writes")))
+        .map(|written| ETag(written.expect("set_properties always writes").version))
     }
 
     /// Read, apply `change`, write with `if_match`; on `ConditionNotMet` re-read and retry
@@ -189,14 +196,23 @@ impl StoreShared {
                 metadata: current.metadata.clone(),
                 ..WriteOptions::default()
             };
-            match self.put(container, key, &new_value, &options) {
-                Ok(etag) => {
+            match self.write_item(
+                container,
+                key,
+                WriteKind::Put,
+                Change::Value(&new_value),
+                &options,
+            ) {
+                Ok(written) => {
+                    let written = written.expect("a put always writes");
                     return Ok(Item {
                         value: Some(new_value),
-                        etag,
-                        version: etag.version(),
+                        etag: ETag(written.version),
+                        version: written.version,
+                        last_modified: written.last_modified,
+                        expires_at: written.expires_at,
                         ..current
-                    })
+                    });
                 }
                 Err(error) if error.code() == ErrorCode::ConditionNotMet => {
                     last_conflict = Some(error);
@@ -218,7 +234,7 @@ impl StoreShared {
         kind: WriteKind,
         change: Change<'_>,
         options: &WriteOptions,
-    ) -> Result<Option<Version>> {
+    ) -> Result<Option<Written>> {
         // 1. arguments
         self.check_open()?;
         validate::container_name(container)?;
@@ -351,7 +367,11 @@ impl StoreShared {
                     self.lease_waiters.notify();
                     return Ok(match change {
                         Change::Delete => None,
-                        _ => Some(version),
+                        _ => Some(Written {
+                            version,
+                            last_modified: now,
+                            expires_at,
+                        }),
                     });
                 }
                 Err(_) => {

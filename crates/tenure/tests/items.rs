@@ -847,3 +847,27 @@ fn a_closed_store_refuses_with_closed() {
     .unwrap();
     assert!(store.get("c", b"k", &ReadOptions::default()).is_ok());
 }
+
+#[test]
+fn update_returns_the_written_item_with_its_new_times() {
+    let (store, clock, _) = store();
+    let options = WriteOptions {
+        ttl: Ttl::Seconds(100),
+        ..WriteOptions::default()
+    };
+    store.put("c", b"n", &1u32.to_le_bytes(), &options).unwrap();
+    clock.advance_seconds(7);
+    let updated = store
+        .update("c", b"n", 10, |bytes| {
+            (u32::from_le_bytes(bytes.try_into().unwrap()) + 1)
+                .to_le_bytes()
+                .to_vec()
+        })
+        .unwrap();
+    let read = store.get("c", b"n", &ReadOptions::default()).unwrap();
+    assert_eq!(
+        updated, read,
+        "update() returns exactly what a read then sees"
+    );
+    assert_eq!(updated.last_modified, START_MICROS + 7 * MICROS_PER_SECOND);
+}
