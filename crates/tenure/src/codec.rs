@@ -474,6 +474,62 @@ pub enum DecodedRecord<'a> {
     },
 }
 
+/// What the change feed needs of an item write, decoded without allocating.
+pub struct FeedItem<'a> {
+    pub container_id: u64,
+    pub key: &'a [u8],
+    pub value: Option<&'a [u8]>,
+    pub created: bool,
+    pub expired: bool,
+}
+
+/// The change feed's view of a record: its item writes (one, or a batch's), or `None` for
+/// every other record (decode those with [`decode`]).
+pub fn decode_feed_items<'a>(payload: &'a [u8], items: &mut Vec<FeedItem<'a>>) -> Decoded<bool> {
+    let mut reader = Reader {
+        bytes: payload,
+        at: 0,
+    };
+    let count = match reader.u8()? {
+        OP_ITEM_WRITE => 1,
+        OP_BATCH => reader.u32()? as usize,
+        _ => return Ok(false),
+    };
+    if count > payload.len() {
+        return Err("implausible batch count");
+    }
+    for _ in 0..count {
+        let container_id = reader.u64()?;
+        let key_length = reader.u32()? as usize;
+        let key = reader.take(key_length)?;
+        let flags = reader.u8()?;
+        reader.take(16)?; // last_modified, expires_at
+        let content_type_length = reader.u16()?;
+        if content_type_length != u16::MAX {
+            reader.take(content_type_length as usize)?;
+        }
+        let metadata_count = reader.u32()? as usize;
+        for _ in 0..metadata_count.min(payload.len()) {
+            let name_length = reader.u32()? as usize;
+            reader.take(name_length)?;
+            let value_length = reader.u32()? as usize;
+            reader.take(value_length)?;
+        }
+        reader.take(8)?; // etag_version
+        reader.coordination()?;
+        let value_length = reader.u32()? as usize;
+        let value = reader.take(value_length)?;
+        items.push(FeedItem {
+            container_id,
+            key,
+            value: (flags & 1 != 0).then_some(value),
+            created: flags & 2 != 0,
+            expired: flags & 4 != 0,
+        });
+    }
+    Ok(true)
+}
+
 pub fn decode(payload: &[u8]) -> Decoded<DecodedRecord<'_>> {
     let mut reader = Reader {
         bytes: payload,

@@ -29,6 +29,31 @@ pub enum ChangeKind {
     ContainerDeleted,
 }
 
+/// One committed change, borrowed from the log (see `visit_changes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeRef<'a> {
+    pub version: Version,
+    pub kind: ChangeKind,
+    pub container: &'a str,
+    pub key: Option<&'a [u8]>,
+    pub etag: Option<ETag>,
+    /// The new value (creates and updates).
+    pub value: Option<&'a [u8]>,
+}
+
+impl ChangeRef<'_> {
+    pub fn to_owned(&self, include_value: bool) -> Change {
+        Change {
+            version: self.version,
+            kind: self.kind,
+            container: self.container.to_owned(),
+            key: self.key.map(<[u8]>::to_vec),
+            etag: self.etag,
+            value: self.value.filter(|_| include_value).map(<[u8]>::to_vec),
+        }
+    }
+}
+
 /// One committed change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
@@ -52,6 +77,19 @@ pub struct ChangesOptions {
     pub max_changes: usize,
 }
 
+impl Change {
+    pub fn as_ref(&self) -> ChangeRef<'_> {
+        ChangeRef {
+            version: self.version,
+            kind: self.kind,
+            container: &self.container,
+            key: self.key.as_deref(),
+            etag: self.etag,
+            value: self.value.as_deref(),
+        }
+    }
+}
+
 impl Default for ChangesOptions {
     fn default() -> ChangesOptions {
         ChangesOptions {
@@ -68,7 +106,87 @@ impl StoreShared {
     /// `InvalidArgument` (naming the oldest available version) when `since` is older than the
     /// retained log.
     pub fn changes(&self, since: Version, options: &ChangesOptions) -> Result<Vec<Change>> {
+        let mut changes = Vec::new();
+        self.visit_changes(since, options, &mut |change| {
+            changes.push(change.to_owned(options.include_values));
+            changes.len() < options.max_changes
+        })?;
+        Ok(changes)
+    }
+
+    /// Like [`changes`](Self::changes) without copying: `visit` sees each change with its key
+    /// and value borrowed from the log's mapping, and returns `false` to stop. At most
+    /// `options.max_changes` are visited.
+    pub fn visit_changes(
+        &self,
+        since: Version,
+        options: &ChangesOptions,
+        visit: &mut dyn FnMut(ChangeRef<'_>) -> bool,
+    ) -> Result<()> {
         self.check_open()?;
+        self.check_feed_request(since, options)?;
+        let (start, _) = self.log.feed_start(since);
+        let mut names: Vec<(u64, Option<String>)> = Vec::new();
+        let mut visited = 0usize;
+        let mut owned = Vec::new();
+        self.log
+            .read_records(start, since, &mut |version, location, payload| {
+                let corrupt = |reason: &str| {
+                    Error::corruption("log", location, format!("change feed: {reason}"))
+                };
+                let mut items = Vec::with_capacity(1);
+                if codec::decode_feed_items(payload, &mut items).map_err(corrupt)? {
+                    for item in &items {
+                        let Some(name) = self.container_name_cached(item.container_id, &mut names)
+                        else {
+                            continue;
+                        };
+                        if options
+                            .container
+                            .as_deref()
+                            .is_some_and(|only| only != name)
+                        {
+                            continue;
+                        }
+                        let kind = match (item.value, item.created) {
+                            (None, _) if item.expired => ChangeKind::Expired,
+                            (None, _) => ChangeKind::Deleted,
+                            (Some(_), true) => ChangeKind::Created,
+                            (Some(_), false) => ChangeKind::Updated,
+                        };
+                        visited += 1;
+                        let change = ChangeRef {
+                            version,
+                            kind,
+                            container: name,
+                            key: Some(item.key),
+                            etag: item.value.map(|_| ETag(version)),
+                            value: item.value,
+                        };
+                        if !visit(change) || visited >= options.max_changes {
+                            return Ok(false);
+                        }
+                    }
+                } else {
+                    owned.clear();
+                    self.collect_changes(
+                        version,
+                        codec::decode(payload).map_err(corrupt)?,
+                        options,
+                        &mut owned,
+                    );
+                    for change in &owned {
+                        visited += 1;
+                        if !visit(change.as_ref()) || visited >= options.max_changes {
+                            return Ok(false);
+                        }
+                    }
+                }
+                Ok(true)
+            })
+    }
+
+    fn check_feed_request(&self, since: Version, options: &ChangesOptions) -> Result<()> {
         if options.max_changes == 0 || options.max_changes > MAX_CHANGES_PER_CALL {
             return Err(Error::invalid(
                 "max_changes",
@@ -78,31 +196,41 @@ impl StoreShared {
         if let Some(container) = &options.container {
             validate::container_name(container)?;
         }
-        let (start, oldest) = self.log.feed_start(since);
-        if self.log.first_slot() > 0 {
-            if let Some(oldest) = oldest {
-                if since + 1 < oldest {
-                    return Err(Error::invalid(
-                        "since_version",
-                        format!(
-                            "changes before version {oldest} were compacted away; the oldest available version is {oldest} (resume from {})",
-                            oldest - 1
-                        ),
-                    ));
-                }
+        let (_, oldest) = self.log.feed_start(since);
+        if let (true, Some(oldest)) = (self.log.first_slot() > 0, oldest) {
+            if since + 1 < oldest {
+                return Err(Error::invalid(
+                    "since_version",
+                    format!(
+                        "changes before version {oldest} were compacted away; the oldest available version is {oldest} (resume from {})",
+                        oldest - 1
+                    ),
+                ));
             }
         }
-        let mut changes = Vec::new();
-        self.log
-            .read_records(start, since, &mut |version, location, payload| {
-                let record = codec::decode(payload).map_err(|reason| {
-                    Error::corruption("log", location, format!("change feed: {reason}"))
-                })?;
-                self.collect_changes(version, record, options, &mut changes);
-                Ok(changes.len() < options.max_changes)
-            })?;
-        changes.truncate(options.max_changes);
-        Ok(changes)
+        Ok(())
+    }
+
+    /// A container's name by id, remembered for the rest of one `changes` call (nameless
+    /// placeholders count as unknown).
+    fn container_name_cached<'c>(
+        &self,
+        id: u64,
+        names: &'c mut Vec<(u64, Option<String>)>,
+    ) -> Option<&'c str> {
+        let at = match names.iter().position(|(known, _)| *known == id) {
+            Some(at) => at,
+            None => {
+                let name = self
+                    .catalog
+                    .by_id(id)
+                    .map(|incarnation| incarnation.name.clone())
+                    .filter(|name| !name.is_empty());
+                names.push((id, name));
+                names.len() - 1
+            }
+        };
+        names[at].1.as_deref()
     }
 
     fn collect_changes(

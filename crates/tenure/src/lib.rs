@@ -29,7 +29,7 @@ pub use compaction::CompactionReport;
 pub use coordination::{Lease, LeaseRequest};
 pub use error::{Error, ErrorCode, Result};
 pub use etag::{ETag, ETagArg, Version};
-pub use feed::{Change, ChangeKind, ChangesOptions};
+pub use feed::{Change, ChangeKind, ChangeRef, ChangesOptions};
 pub use log::{Durability, Log, LogOptions, RecoveredRecord, Reservation};
 pub use options::{
     ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, Limits, Page, ReadOptions,

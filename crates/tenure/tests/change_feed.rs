@@ -441,3 +441,43 @@ fn an_expiry_is_recorded_once_at_its_own_version_and_the_feed_reports_it() {
         1
     );
 }
+
+#[test]
+fn visiting_borrowed_changes_sees_the_same_changes_as_copying_them() {
+    let (store, _, _) = store();
+    for index in 0..100u32 {
+        store
+            .put(
+                "c",
+                &index.to_be_bytes(),
+                &index.to_le_bytes(),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    store
+        .delete("c", &7u32.to_be_bytes(), &WriteOptions::default())
+        .unwrap();
+    let options = ChangesOptions {
+        include_values: true,
+        max_changes: 1000,
+        ..ChangesOptions::default()
+    };
+    let copied = store.changes(0, &options).unwrap();
+    let mut visited = Vec::new();
+    store
+        .visit_changes(0, &options, &mut |change| {
+            visited.push(change.to_owned(true));
+            true
+        })
+        .unwrap();
+    assert_eq!(visited, copied);
+    let mut first_three = 0;
+    store
+        .visit_changes(0, &options, &mut |_| {
+            first_three += 1;
+            first_three < 3
+        })
+        .unwrap();
+    assert_eq!(first_three, 3, "returning false stops the visit");
+}

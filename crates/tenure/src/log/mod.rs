@@ -377,7 +377,8 @@ impl Log {
             }
             // SAFETY: only records up to the visible version are decoded; each is complete.
             let bytes = unsafe { segment.bytes_from(position - segment_start) };
-            let Ok((header, payload)) = record::decode(bytes) else {
+            // Visible records were written by this process or verified by the recovery scan.
+            let Ok((header, payload)) = record::decode_verified(bytes) else {
                 // Past the last complete record (the tail).
                 return Ok(());
             };
