@@ -21,3 +21,9 @@ rm -rf "$example_directory"
 
 step "python module (pytest, stubtest, mypy --strict)"
 bash bindings/python/run-tests.sh
+
+step "C ABI: committed header matches cbindgen"
+bash bindings/c/check-header.sh
+
+step "C ABI: C and C++ programs (shared + static), valgrind, AddressSanitizer"
+bash bindings/c/run-tests.sh

@@ -1,0 +1,274 @@
+/* Bad inputs at the C boundary: each returns an error status, none crashes, nothing stored
+ * changes (the store's version and the item are the same before and after). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+
+#include "common.h"
+
+#define BAD(call)                                                                          \
+    do {                                                                                   \
+        tenure_status status_ = (call);                                                    \
+        checks++;                                                                          \
+        if (status_ == TENURE_OK || status_ == TENURE_ERR_PANIC) {                         \
+            fprintf(stderr, "%s:%d: %s\n    accepted (or panicked: %u)\n", __FILE__,        \
+                    __LINE__, #call, status_);                                             \
+            failures++;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+#define INVALID(call) EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, call)
+
+static const char bad_utf8[] = {(char)0xff, (char)0xfe, 'x', 0};
+
+static void conditions_zero(tenure_conditions *conditions) {
+    memset(conditions, 0, sizeof *conditions);
+}
+
+int main(void) {
+    char path[1024];
+    char other_path[1024];
+    tenure_store *store;
+    tenure_store *closed;
+    tenure_store *ignored = NULL;
+    tenure_snapshot *snapshot = NULL;
+    tenure_batch *batch = NULL;
+    tenure_page *page = NULL;
+    tenure_cursor *cursor = NULL;
+    tenure_item *item = NULL;
+    tenure_store_options options;
+    tenure_conditions conditions;
+    tenure_item_info info;
+    tenure_lease lease;
+    tenure_lease_info lease_info;
+    tenure_change change;
+    char etag[TENURE_ETAG_SIZE];
+    char handle[TENURE_LOCK_HANDLE_SIZE];
+    uint8_t value[64];
+    uint8_t small[1];
+    size_t length = 0;
+    size_t count = 0;
+    uint64_t version_before = 0;
+    uint64_t version_after = 0;
+    uint64_t number = 0;
+    bool flag = false;
+    const uint8_t key[4] = {'k', 'e', 'y', '1'};
+
+    temporary_store_path(path, sizeof path, "bad");
+    temporary_store_path(other_path, sizeof other_path, "bad-closed");
+    store = open_store(path);
+    EXPECT_OK(tenure_container_create(store, "items", false, 0));
+    EXPECT_OK(tenure_put(store, "items", key, 4, (const uint8_t *)"keep", 4, NULL, etag));
+    EXPECT_OK(tenure_snapshot_open(store, &snapshot));
+    EXPECT_OK(tenure_batch_new(store, &batch));
+    EXPECT_OK(tenure_store_version(store, &version_before));
+
+    /* ---- open ---- */
+    INVALID(tenure_store_open(NULL, NULL, &ignored));
+    INVALID(tenure_store_open(other_path, NULL, NULL));
+    INVALID(tenure_store_open("", NULL, &ignored));
+    INVALID(tenure_store_open(bad_utf8, NULL, &ignored));
+    memset(&options, 0, sizeof options);
+    options.durability = 7;
+    INVALID(tenure_store_open(other_path, &options, &ignored));
+    BAD(tenure_store_open(path, NULL, &ignored)); /* already open: StoreLocked */
+    EXPECT_TRUE(ignored == NULL);
+
+    /* ---- put: pointers, lengths, UTF-8 ---- */
+    INVALID(tenure_put(NULL, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put(store, NULL, key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put(store, bad_utf8, key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put(store, "", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put(store, "items", NULL, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put(store, "items", key, 0, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put(store, "items", key, 1u << 20, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put(store, "items", key, SIZE_MAX, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put(store, "items", key, 4, NULL, 5, NULL, NULL));
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", SIZE_MAX, NULL, NULL));
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", ((size_t)64 << 20) + 1, NULL, NULL));
+    BAD(tenure_put(store, "missing", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    conditions_zero(&conditions);
+    conditions.if_match = "";
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.if_match = bad_utf8;
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.if_none_match = "\"a\"b\"";
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.lease_id = "not-a-uuid";
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.lock_handle = "xyz";
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.has_ttl = true;
+    conditions.ttl_seconds = 0;
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    conditions.ttl_seconds = -5;
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    conditions.ttl_seconds = INT64_MAX;
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.has_if_modified_since = true;
+    conditions.if_modified_since_us = -1;
+    INVALID(tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.has_if_version = true;
+    conditions.if_version = 999999;
+    EXPECT_STATUS(TENURE_ERR_VERSION_MISMATCH,
+                  tenure_put(store, "items", key, 4, (const uint8_t *)"v", 1, &conditions, NULL));
+    INVALID(tenure_create(NULL, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_replace(store, "items", NULL, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_delete(store, "items", key, 0, NULL));
+    INVALID(tenure_delete(store, NULL, key, 4, NULL));
+
+    /* ---- get ---- */
+    INVALID(tenure_get(store, "items", key, 4, NULL, value, sizeof value, NULL, NULL));
+    INVALID(tenure_get(store, "items", key, 4, NULL, NULL, 10, &length, NULL));
+    INVALID(tenure_get(store, "items", NULL, 4, NULL, value, sizeof value, &length, NULL));
+    INVALID(tenure_get(store, bad_utf8, key, 4, NULL, value, sizeof value, &length, NULL));
+    conditions_zero(&conditions);
+    conditions.lock_handle = "0123456789abcdef0123456789abcdef";
+    INVALID(tenure_get(store, "items", key, 4, &conditions, value, sizeof value, &length, &info));
+    length = 0;
+    EXPECT_STATUS(TENURE_ERR_BUFFER_TOO_SMALL,
+                  tenure_get(store, "items", key, 4, NULL, small, sizeof small, &length, &info));
+    EXPECT_TRUE(length == 4);
+    INVALID(tenure_get_properties(store, "items", key, 4, NULL, NULL));
+    INVALID(tenure_get_item(store, "items", key, 4, NULL, NULL));
+
+    /* ---- leases: out-of-range durations and malformed ids ---- */
+    INVALID(tenure_lease_acquire(store, "items", key, 4, 10, NULL, &lease));
+    INVALID(tenure_lease_acquire(store, "items", key, 4, 61, NULL, &lease));
+    INVALID(tenure_lease_acquire(store, "items", key, 4, -2, NULL, &lease));
+    INVALID(tenure_lease_acquire(store, "items", key, 4, INT64_MAX, NULL, &lease));
+    INVALID(tenure_lease_acquire(store, "items", key, 4, 15, "nope", &lease));
+    INVALID(tenure_lease_acquire(store, "items", key, 4, 15, NULL, NULL));
+    INVALID(tenure_lease_acquire_wait(store, "items", key, 4, 15, NULL, UINT64_MAX, &lease));
+    INVALID(tenure_lease_renew(store, "items", key, 4, NULL, &lease));
+    INVALID(tenure_lease_renew(store, "items", key, 4, bad_utf8, &lease));
+    INVALID(tenure_lease_change(store, "items", key, 4, "3f2504e0-4f89-11d3-9a0c-0305e82c3301", NULL, &lease));
+    INVALID(tenure_lease_release(store, "items", key, 4, "3f2504e0"));
+    INVALID(tenure_lease_break(store, "items", key, 4, 61, &number));
+    INVALID(tenure_lease_break(store, "items", key, 4, -7, &number));
+    INVALID(tenure_lease_break(store, "items", key, 4, 5, NULL));
+    INVALID(tenure_lease_get_info(store, "items", key, 4, NULL));
+    EXPECT_OK(tenure_lease_get_info(store, "items", key, 4, &lease_info));
+    EXPECT_TRUE(lease_info.state == TENURE_LEASE_AVAILABLE);
+
+    /* ---- locks ---- */
+    INVALID(tenure_get_and_lock(store, "items", key, 4, 0, false, handle, NULL));
+    INVALID(tenure_get_and_lock(store, "items", key, 4, 1000, false, NULL, NULL));
+    INVALID(tenure_put_and_unlock(store, "items", key, 4, (const uint8_t *)"v", 1, NULL, false, 0, NULL));
+    INVALID(tenure_put_and_unlock(store, "items", key, 4, (const uint8_t *)"v", 1, "zz", false, 0, NULL));
+    INVALID(tenure_unlock(store, "items", key, 4, "0123456789abcdef0123456789abcdef", true, 0));
+    EXPECT_STATUS(TENURE_ERR_OBJECT_NOT_LOCKED,
+                  tenure_unlock(store, "items", key, 4, "0123456789abcdef0123456789abcdef", false, 0));
+
+    /* ---- containers ---- */
+    INVALID(tenure_container_create(store, NULL, false, 0));
+    INVALID(tenure_container_create(store, "", false, 0));
+    INVALID(tenure_container_create(store, bad_utf8, false, 0));
+    INVALID(tenure_container_create(store, "ttl", true, 0));
+    INVALID(tenure_container_create(store, "ttl", true, -1));
+    conditions_zero(&conditions);
+    conditions.lock_handle = "0123456789abcdef0123456789abcdef";
+    INVALID(tenure_container_delete(store, "items", &conditions));
+    BAD(tenure_container_delete(store, "absent", NULL));
+
+    /* ---- wrong handle kinds and forged handles ---- */
+    INVALID(tenure_put((const tenure_store *)snapshot, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_snapshot_get((const tenure_snapshot *)store, "items", key, 4, NULL, value, sizeof value, &length, NULL));
+    INVALID(tenure_batch_commit((const tenure_batch *)snapshot, &number));
+    INVALID(tenure_page_count((const tenure_page *)batch, &count));
+    INVALID(tenure_store_free((tenure_store *)snapshot));
+    INVALID(tenure_snapshot_free((tenure_snapshot *)store));
+    INVALID(tenure_put((const tenure_store *)(uintptr_t)0x12345, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_item_free((tenure_item *)(uintptr_t)0xdeadbeef));
+    INVALID(tenure_cursor_next((const tenure_cursor *)(uintptr_t)1, &change, &flag));
+
+    /* ---- batches ---- */
+    INVALID(tenure_batch_new(store, NULL));
+    INVALID(tenure_batch_put(batch, "items", NULL, 4, (const uint8_t *)"v", 1, NULL));
+    INVALID(tenure_batch_delete(batch, "items", key, 0, NULL));
+    conditions_zero(&conditions);
+    conditions.lease_id = "3f2504e0-4f89-11d3-9a0c-0305e82c3301";
+    INVALID(tenure_batch_check(batch, "items", key, 4, &conditions));
+    INVALID(tenure_batch_commit(batch, NULL));
+    EXPECT_OK(tenure_batch_put(batch, "items", key, 4, (const uint8_t *)"v", 1, NULL));
+    EXPECT_OK(tenure_batch_free(batch)); /* dropped uncommitted: nothing changes */
+    INVALID(tenure_batch_put(batch, "items", key, 4, (const uint8_t *)"v", 1, NULL));
+    INVALID(tenure_batch_free(batch)); /* double free */
+
+    /* ---- pages and cursors ---- */
+    INVALID(tenure_list(store, "items", NULL, 0, 0, NULL, false, &page));
+    INVALID(tenure_list(store, "items", NULL, 3, 10, NULL, false, &page));
+    INVALID(tenure_list(store, "items", NULL, 0, 10, bad_utf8, false, &page));
+    INVALID(tenure_list(store, "items", NULL, 0, 10, NULL, false, NULL));
+    BAD(tenure_list(store, "items", NULL, 0, 10, "garbage-continuation", false, &page));
+    EXPECT_OK(tenure_list(store, "items", NULL, 0, 10, NULL, false, &page));
+    INVALID(tenure_page_key(page, 99, value, sizeof value, &length));
+    INVALID(tenure_page_key(page, 0, NULL, 5, &length));
+    EXPECT_STATUS(TENURE_ERR_BUFFER_TOO_SMALL, tenure_page_key(page, 0, small, sizeof small, &length));
+    INVALID(tenure_page_count(page, NULL));
+    EXPECT_OK(tenure_page_free(page));
+    INVALID(tenure_page_count(page, &count));
+    INVALID(tenure_page_free(page));
+    INVALID(tenure_cursor_open(store, 0, bad_utf8, false, &cursor));
+    INVALID(tenure_cursor_open(store, 0, NULL, false, NULL));
+    EXPECT_OK(tenure_cursor_open(store, 0, NULL, false, &cursor));
+    INVALID(tenure_cursor_key(cursor, value, sizeof value, &length)); /* no current change */
+    INVALID(tenure_cursor_next(cursor, NULL, &flag));
+    EXPECT_OK(tenure_cursor_free(cursor));
+    INVALID(tenure_cursor_free(cursor));
+
+    /* ---- items and snapshots after free ---- */
+    EXPECT_OK(tenure_get_item(store, "items", key, 4, NULL, &item));
+    INVALID(tenure_item_value(item, NULL, 3, &length));
+    EXPECT_OK(tenure_item_free(item));
+    INVALID(tenure_item_value(item, value, sizeof value, &length));
+    INVALID(tenure_item_free(item));
+    INVALID(tenure_snapshot_version(snapshot, NULL));
+    EXPECT_OK(tenure_snapshot_free(snapshot));
+    INVALID(tenure_snapshot_get(snapshot, "items", key, 4, NULL, value, sizeof value, &length, NULL));
+    INVALID(tenure_snapshot_free(snapshot));
+
+    /* ---- a closed store ---- */
+    closed = open_store(other_path);
+    EXPECT_OK(tenure_store_close(closed));
+    INVALID(tenure_store_close(closed));
+    INVALID(tenure_put(closed, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_snapshot_open(closed, &snapshot));
+    EXPECT_OK(tenure_store_free(closed));
+    INVALID(tenure_store_free(closed));
+    INVALID(tenure_store_version(closed, &number));
+
+    /* ---- NULL is fine for every free ---- */
+    EXPECT_OK(tenure_store_free(NULL));
+    EXPECT_OK(tenure_snapshot_free(NULL));
+    EXPECT_OK(tenure_batch_free(NULL));
+    EXPECT_OK(tenure_page_free(NULL));
+    EXPECT_OK(tenure_item_free(NULL));
+    EXPECT_OK(tenure_cursor_free(NULL));
+
+    /* ---- status helpers and the last-error API ---- */
+    EXPECT_TRUE(strcmp(tenure_status_name(12345), "Unknown") == 0);
+    EXPECT_TRUE(tenure_status_http(12345) == 0);
+    INVALID(tenure_last_error_message(NULL, 10, &length));
+    INVALID(tenure_last_error_message(value, sizeof value, NULL));
+    INVALID(tenure_last_error_etag(NULL, &flag));
+    INVALID(tenure_last_error_batch_index(&number, NULL));
+
+    /* ---- nothing changed ---- */
+    EXPECT_OK(tenure_store_version(store, &version_after));
+    EXPECT_TRUE(version_before == version_after);
+    EXPECT_OK(tenure_get(store, "items", key, 4, NULL, value, sizeof value, &length, &info));
+    EXPECT_TRUE(length == 4 && memcmp(value, "keep", 4) == 0 && strcmp(info.etag, etag) == 0);
+
+    EXPECT_OK(tenure_store_close(store));
+    EXPECT_OK(tenure_store_free(store));
+    remove_tree(path);
+    remove_tree(other_path);
+    return finish("bad_inputs");
+}

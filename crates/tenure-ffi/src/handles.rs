@@ -1,0 +1,202 @@
+//! The handle registry. A C handle is never a real pointer: its value encodes a slot index
+//! (low half, plus one so it is never NULL) and the slot's generation (high half). Freeing a
+//! handle empties its slot and bumps the generation, so a freed handle, a double free or a
+//! forged value finds no object (or one of another generation) and is refused — it is never
+//! dereferenced. The kind of the object is checked at every lookup, so passing a batch where a
+//! store is expected is an error, not a crash.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use tenure::{Batch, Change, Item, Page, Snapshot, Store, Version};
+
+use crate::util::{invalid, Fail};
+
+pub(crate) struct SnapshotObject {
+    // Field order matters: the snapshot (borrowing the store) drops before the store.
+    pub(crate) snapshot: Snapshot<'static>,
+    pub(crate) _store: Arc<Store>,
+}
+
+pub(crate) struct BatchObject {
+    // Dropped before `_store`, which it borrows.
+    pub(crate) batch: Option<Batch<'static>>,
+    pub(crate) _store: Arc<Store>,
+}
+
+pub(crate) struct CursorObject {
+    pub(crate) store: Arc<Store>,
+    pub(crate) since: Version,
+    pub(crate) container: Option<String>,
+    pub(crate) include_values: bool,
+    pub(crate) pending: VecDeque<Change>,
+    pub(crate) current: Option<Change>,
+}
+
+pub(crate) enum Object {
+    /// `None` once closed.
+    Store(Mutex<Option<Arc<Store>>>),
+    Snapshot(SnapshotObject),
+    Batch(Mutex<BatchObject>),
+    Page(Page),
+    Item(Item),
+    Cursor(Mutex<CursorObject>),
+}
+
+impl Object {
+    fn kind(&self) -> &'static str {
+        match self {
+            Object::Store(_) => "store",
+            Object::Snapshot(_) => "snapshot",
+            Object::Batch(_) => "batch",
+            Object::Page(_) => "page",
+            Object::Item(_) => "item",
+            Object::Cursor(_) => "cursor",
+        }
+    }
+}
+
+struct Slot {
+    generation: usize,
+    object: Option<Arc<Object>>,
+}
+
+struct Registry {
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+}
+
+/// Lookups (every call) share the read lock; register and release take the write lock.
+static REGISTRY: RwLock<Registry> = RwLock::new(Registry {
+    slots: Vec::new(),
+    free: Vec::new(),
+});
+
+const HALF: u32 = usize::BITS / 2;
+const INDEX_MASK: usize = (1usize << HALF) - 1;
+const GENERATION_MASK: usize = (1usize << HALF) - 1;
+/// Beyond this many live handles `register` fails (a bound, and the index must fit its half).
+const MAX_SLOTS: usize = if INDEX_MASK - 1 < (1 << 24) {
+    INDEX_MASK - 1
+} else {
+    1 << 24
+};
+
+// A panic never happens while the lock is held, but a poisoned lock is still usable.
+fn registry() -> RwLockWriteGuard<'static, Registry> {
+    REGISTRY
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn registry_read() -> RwLockReadGuard<'static, Registry> {
+    REGISTRY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn encode(index: usize, generation: usize) -> usize {
+    (generation << HALF) | (index + 1)
+}
+
+fn decode(value: usize) -> Option<(usize, usize)> {
+    let index_plus_one = value & INDEX_MASK;
+    if index_plus_one == 0 {
+        return None;
+    }
+    Some((index_plus_one - 1, (value >> HALF) & GENERATION_MASK))
+}
+
+/// Registers `object`; returns the handle value.
+pub(crate) fn register(object: Object) -> Result<usize, Fail> {
+    let mut registry = registry();
+    let index = match registry.free.pop() {
+        Some(index) => index,
+        None => {
+            if registry.slots.len() >= MAX_SLOTS {
+                return Err(invalid("handle", "too many live handles"));
+            }
+            registry.slots.push(Slot {
+                generation: 1,
+                object: None,
+            });
+            registry.slots.len() - 1
+        }
+    };
+    let slot = &mut registry.slots[index];
+    slot.object = Some(Arc::new(object));
+    Ok(encode(index, slot.generation))
+}
+
+/// The live object behind `value`, checked to be of `kind`.
+pub(crate) fn lookup(
+    argument: &'static str,
+    value: usize,
+    kind: &'static str,
+) -> Result<Arc<Object>, Fail> {
+    if value == 0 {
+        return Err(invalid(argument, "is NULL"));
+    }
+    let registry = registry_read();
+    let object = decode(value)
+        .and_then(|(index, generation)| {
+            registry
+                .slots
+                .get(index)
+                .filter(|slot| slot.generation == generation)
+        })
+        .and_then(|slot| slot.object.clone())
+        .ok_or_else(|| {
+            invalid(
+                argument,
+                "is not a live handle (freed, or never returned by tenure)",
+            )
+        })?;
+    drop(registry);
+    if object.kind() != kind {
+        return Err(invalid(
+            argument,
+            format!("is a {} handle, not a {kind} handle", object.kind()),
+        ));
+    }
+    Ok(object)
+}
+
+/// Frees the handle: its slot empties and its generation moves on. NULL is fine.
+pub(crate) fn release(
+    argument: &'static str,
+    value: usize,
+    kind: &'static str,
+) -> Result<Option<Arc<Object>>, Fail> {
+    if value == 0 {
+        return Ok(None);
+    }
+    let mut registry = registry();
+    let (index, generation) =
+        decode(value).ok_or_else(|| invalid(argument, "is not a live handle"))?;
+    let slot = registry
+        .slots
+        .get_mut(index)
+        .filter(|slot| slot.generation == generation && slot.object.is_some())
+        .ok_or_else(|| invalid(argument, "is not a live handle (already freed?)"))?;
+    let actual = slot
+        .object
+        .as_ref()
+        .map(|object| object.kind())
+        .unwrap_or("");
+    if actual != kind {
+        return Err(invalid(
+            argument,
+            format!("is a {actual} handle, not a {kind} handle"),
+        ));
+    }
+    let object = slot.object.take();
+    slot.generation = (slot.generation + 1) & GENERATION_MASK;
+    if slot.generation == 0 {
+        slot.generation = 1;
+    }
+    registry.free.push(index);
+    drop(registry);
+    // The object drops here, outside the registry lock (a store drop flushes and joins).
+    Ok(object)
+}

@@ -1,0 +1,237 @@
+//! The boundary helpers: failures, the per-thread last error, the panic guard, and checked
+//! conversions of C arguments.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use tenure::{ETag, Error, Limits};
+
+use crate::status::*;
+
+/// A failure on its way to C: the status, the message, and what the last-error API reports.
+pub(crate) struct Fail {
+    pub(crate) status: tenure_status,
+    pub(crate) message: String,
+    pub(crate) current_etag: Option<ETag>,
+    pub(crate) batch_index: Option<usize>,
+}
+
+impl From<Error> for Fail {
+    fn from(error: Error) -> Fail {
+        let batch_index = match &error {
+            Error::BatchFailed { index, .. } => Some(*index),
+            _ => None,
+        };
+        Fail {
+            status: status_of(error.code()),
+            message: error.to_string(),
+            current_etag: error.current_etag(),
+            batch_index,
+        }
+    }
+}
+
+pub(crate) fn fail(status: tenure_status, message: impl Into<String>) -> Fail {
+    Fail {
+        status,
+        message: message.into(),
+        current_etag: None,
+        batch_index: None,
+    }
+}
+
+pub(crate) fn invalid(argument: &str, reason: impl std::fmt::Display) -> Fail {
+    fail(
+        TENURE_ERR_INVALID_ARGUMENT,
+        format!("InvalidArgument: argument `{argument}`: {reason}"),
+    )
+}
+
+#[derive(Default)]
+pub(crate) struct LastError {
+    pub(crate) message: String,
+    pub(crate) current_etag: Option<ETag>,
+    pub(crate) batch_index: Option<usize>,
+}
+
+thread_local! {
+    pub(crate) static LAST_ERROR: RefCell<LastError> = RefCell::new(LastError::default());
+}
+
+/// Runs `body` behind the panic boundary; records a failure for the last-error API.
+pub(crate) fn guard(body: impl FnOnce() -> Result<(), Fail>) -> tenure_status {
+    let outcome = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|panic| {
+        let text = panic
+            .downcast_ref::<&str>()
+            .map(|text| text.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(fail(
+            TENURE_ERR_PANIC,
+            format!("Panic: tenure panicked: {text}"),
+        ))
+    });
+    match outcome {
+        Ok(()) => TENURE_OK,
+        Err(failure) => {
+            let status = failure.status;
+            let _ = LAST_ERROR.try_with(|last| {
+                if let Ok(mut last) = last.try_borrow_mut() {
+                    *last = LastError {
+                        message: failure.message,
+                        current_etag: failure.current_etag,
+                        batch_index: failure.batch_index,
+                    };
+                }
+            });
+            status
+        }
+    }
+}
+
+/// A required NUL-terminated UTF-8 string.
+///
+/// # Safety
+/// `pointer` is NULL or points to a NUL-terminated string.
+pub(crate) unsafe fn text<'a>(argument: &str, pointer: *const c_char) -> Result<&'a str, Fail> {
+    if pointer.is_null() {
+        return Err(invalid(argument, "is NULL"));
+    }
+    // SAFETY: the caller passes a NUL-terminated string (the documented contract).
+    let bytes = unsafe { CStr::from_ptr(pointer) };
+    bytes
+        .to_str()
+        .map_err(|_| invalid(argument, "is not valid UTF-8"))
+}
+
+/// An optional string: NULL = absent.
+///
+/// # Safety
+/// As for [`text`].
+pub(crate) unsafe fn optional_text<'a>(
+    argument: &str,
+    pointer: *const c_char,
+) -> Result<Option<&'a str>, Fail> {
+    if pointer.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: as for `text`.
+    unsafe { text(argument, pointer) }.map(Some)
+}
+
+/// A key: non-NULL, 1..=max_key_bytes long. Lengths are checked before the slice is formed,
+/// so an oversized length never reads past the caller's buffer.
+///
+/// # Safety
+/// `pointer` points to `length` readable bytes when `length` is within the limit.
+pub(crate) unsafe fn key<'a>(pointer: *const u8, length: usize) -> Result<&'a [u8], Fail> {
+    if pointer.is_null() {
+        return Err(invalid("key", "is NULL"));
+    }
+    let limit = Limits::default().max_key_bytes;
+    if length == 0 || length > limit {
+        return Err(invalid(
+            "key",
+            format!("must be 1..={limit} bytes, not {length}"),
+        ));
+    }
+    // SAFETY: non-NULL, and the caller vouches for `length` bytes.
+    Ok(unsafe { std::slice::from_raw_parts(pointer, length) })
+}
+
+/// A prefix: NULL only with length 0.
+///
+/// # Safety
+/// As for [`key`].
+pub(crate) unsafe fn prefix<'a>(pointer: *const u8, length: usize) -> Result<&'a [u8], Fail> {
+    if length == 0 {
+        return Ok(&[]);
+    }
+    if pointer.is_null() {
+        return Err(invalid("prefix", "is NULL with a non-zero length"));
+    }
+    let limit = Limits::default().max_key_bytes;
+    if length > limit {
+        return Err(invalid("prefix", format!("must be at most {limit} bytes")));
+    }
+    // SAFETY: as for `key`.
+    Ok(unsafe { std::slice::from_raw_parts(pointer, length) })
+}
+
+/// A value: NULL only with length 0; at most max_value_bytes.
+///
+/// # Safety
+/// As for [`key`].
+pub(crate) unsafe fn value<'a>(pointer: *const u8, length: usize) -> Result<&'a [u8], Fail> {
+    if length == 0 {
+        return Ok(&[]);
+    }
+    if pointer.is_null() {
+        return Err(invalid("value", "is NULL with a non-zero length"));
+    }
+    let limit = Limits::default().max_value_bytes;
+    if length > limit {
+        return Err(invalid(
+            "value",
+            format!("must be at most {limit} bytes, not {length}"),
+        ));
+    }
+    // SAFETY: as for `key`.
+    Ok(unsafe { std::slice::from_raw_parts(pointer, length) })
+}
+
+/// Checks a required out-pointer.
+pub(crate) fn out<T>(argument: &str, pointer: *mut T) -> Result<(), Fail> {
+    if pointer.is_null() {
+        return Err(invalid(argument, "is NULL"));
+    }
+    Ok(())
+}
+
+/// Checks a caller buffer for copy-out: `buffer` may be NULL only when `capacity` is 0.
+pub(crate) fn buffer(argument: &str, buffer: *mut u8, capacity: usize) -> Result<(), Fail> {
+    if buffer.is_null() && capacity != 0 {
+        return Err(invalid(argument, "is NULL with a non-zero capacity"));
+    }
+    Ok(())
+}
+
+/// Copies `bytes` out, or reports the needed size. `length_out` receives the length in both
+/// cases (the one documented exception to "written only on success").
+///
+/// # Safety
+/// `buffer` has `capacity` writable bytes; `length_out` is valid (both checked non-NULL before).
+pub(crate) unsafe fn copy_out(
+    bytes: &[u8],
+    buffer: *mut u8,
+    capacity: usize,
+    length_out: *mut usize,
+) -> Result<(), Fail> {
+    // SAFETY: checked non-NULL by the caller of this helper.
+    unsafe { *length_out = bytes.len() };
+    if bytes.len() > capacity {
+        return Err(fail(
+            TENURE_ERR_BUFFER_TOO_SMALL,
+            format!(
+                "BufferTooSmall: {} bytes needed, the buffer holds {capacity}",
+                bytes.len()
+            ),
+        ));
+    }
+    if !bytes.is_empty() {
+        // SAFETY: `buffer` holds `capacity >= bytes.len()` writable bytes, and cannot overlap
+        // tenure's own memory.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buffer, bytes.len()) };
+    }
+    Ok(())
+}
+
+/// Writes `text` and a NUL into a fixed `char` array.
+pub(crate) fn fill(target: &mut [c_char], text: &str) {
+    debug_assert!(text.len() < target.len());
+    target.iter_mut().for_each(|byte| *byte = 0);
+    for (slot, byte) in target.iter_mut().zip(text.bytes()) {
+        *slot = byte as c_char;
+    }
+}
