@@ -11,6 +11,7 @@ mod clock;
 mod container;
 mod convert;
 mod errors;
+mod feed;
 mod item;
 mod lease;
 mod snapshot;
@@ -23,6 +24,8 @@ use pyo3::prelude::*;
 fn tenure_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(store::open, module)?)?;
     module.add_class::<store::Store>()?;
+    module.add_class::<feed::Change>()?;
+    module.add_class::<feed::ChangeIterator>()?;
     module.add_class::<container::Container>()?;
     module.add_class::<container::ItemIterator>()?;
     module.add_class::<item::Item>()?;

@@ -310,6 +310,23 @@ impl Store {
         self.handle.run(py, |store| Ok(store.version()))
     }
 
+    /// Every committed change after version `since`, oldest first (SPEC §10).
+    #[pyo3(signature = (since=0, *, container=None, include_values=false))]
+    fn changes(
+        &self,
+        since: u64,
+        container: Option<String>,
+        include_values: bool,
+    ) -> crate::feed::ChangeIterator {
+        crate::feed::ChangeIterator::new(Arc::clone(&self.handle), since, container, include_values)
+    }
+
+    /// Blocks until a change newer than `since` commits or `timeout` seconds pass.
+    #[pyo3(signature = (since, timeout))]
+    fn wait_for_changes(&self, py: Python<'_>, since: u64, timeout: f64) -> PyResult<bool> {
+        crate::feed::wait_for_changes(&self.handle, py, since, timeout)
+    }
+
     /// Makes every acknowledged write durable (needed only with durability="buffered").
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         self.handle.run(py, |store| store.flush())

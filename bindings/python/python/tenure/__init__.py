@@ -19,6 +19,8 @@ from typing import Any, Dict, Optional, Type
 
 from ._tenure import (
     Batch,
+    Change,
+    ChangeIterator,
     Container,
     Item,
     ItemIterator,
@@ -36,6 +38,8 @@ from ._tenure import (
 __all__ = [
     "open",
     "Store",
+    "Change",
+    "ChangeIterator",
     "Container",
     "Item",
     "ItemIterator",
