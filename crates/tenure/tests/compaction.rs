@@ -433,38 +433,3 @@ fn a_value_borrowed_through_a_snapshot_stays_valid_while_writers_and_compaction_
     drop(snapshot);
     assert!(store.compact().unwrap().segments_removed > 0);
 }
-
-#[test]
-fn compaction_deletes_the_removed_segment_files_at_once() {
-    let directory = tenure_testkit::TempDir::new("compaction-files");
-    let clock = ManualClock::new(START_MICROS);
-    let store = Store::open(directory.path(), small_segments(&clock)).unwrap();
-    store
-        .create_container("c", &ContainerOptions::default())
-        .unwrap();
-    for round in 0..4u32 {
-        for key in 0..500u32 {
-            store
-                .put(
-                    "c",
-                    &key.to_be_bytes(),
-                    &value(key, round),
-                    &WriteOptions::default(),
-                )
-                .unwrap();
-        }
-    }
-    let report = store.compact().unwrap();
-    assert!(report.segments_removed > 0);
-    let on_disk: u64 = std::fs::read_dir(directory.path())
-        .unwrap()
-        .map(|entry| entry.unwrap())
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("segment-"))
-        .map(|entry| entry.metadata().unwrap().len())
-        .sum();
-    assert_eq!(
-        on_disk,
-        store.log_bytes(),
-        "segment files on disk are exactly the log's segments"
-    );
-}

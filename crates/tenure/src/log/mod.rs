@@ -319,23 +319,16 @@ impl Log {
             let _creating = shared.segment_creation.lock();
             shared.segments.remove(first_slot)
         };
-        // Unlink the file now: the first slot already moved past it (synced), and a reader that
-        // still holds its mapping keeps reading the unlinked inode. The mapping itself goes once
-        // no epoch guard can still reach it.
-        if let Some(segment) = &removed {
-            match shared.storage.remove(&segment.name) {
-                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(Error::io(
-                        shared.storage.path().join(&segment.name),
-                        "remove",
-                        error,
-                    ));
-                }
-                _ => {}
-            }
-        }
+        let storage = Arc::clone(&shared.storage);
         let guard = crossbeam_epoch::pin();
-        guard.defer(move || drop(removed));
+        // Readers that found a value in this segment hold a guard; the file goes after them.
+        guard.defer(move || {
+            if let Some(segment) = removed {
+                let name = segment.name.clone();
+                drop(segment);
+                let _ = storage.remove(&name);
+            }
+        });
         guard.flush();
         Ok(())
     }
