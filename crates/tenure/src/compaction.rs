@@ -82,6 +82,10 @@ impl StoreShared {
                 break;
             }
             self.log.flush()?;
+            // A write that raced a relocation (and so kept the old version current for readers
+            // at older versions) must be visible before the old segment goes: a reader that
+            // starts after the removal then reads at least that version.
+            self.log.wait(self.log.last_reserved_version())?;
             // Any open snapshot defers removal: it may read old versions in the segment, or
             // hold values borrowed from its mapping (`Snapshot::get_borrowed`).
             if self.oldest_snapshot.load(Ordering::Acquire) != u64::MAX {

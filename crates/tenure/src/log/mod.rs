@@ -245,9 +245,11 @@ impl Log {
         let shared = &self.shared;
         let durable_offset = shared.flush.lock().durable.1;
         let tail = unpack(shared.reservation.load(Ordering::Acquire)).1;
-        shared
-            .segments
-            .all()
+        let mut segments = shared.segments.all();
+        // The newest segment always stays: with the tail exactly on a slot boundary and the
+        // next segment not created yet, it is sealed but the log's only segment.
+        segments.pop();
+        segments
             .into_iter()
             .filter(|segment| {
                 let end = (segment.first_slot + segment.slot_count) * shared.slot_size;
@@ -427,6 +429,11 @@ impl Log {
     /// The slot the log starts at (greater than 0 once compaction removed segments).
     pub fn first_slot(&self) -> u64 {
         self.shared.superblock.lock().current.first_slot
+    }
+
+    /// The newest version handed out so far (perhaps not complete yet).
+    pub fn last_reserved_version(&self) -> Version {
+        unpack(self.shared.reservation.load(Ordering::Acquire)).0 - 1
     }
 
     /// Bytes per slot: segment `s` starts at global offset `s * slot_size_bytes`.
