@@ -106,14 +106,7 @@ impl StoreShared {
         value: &[u8],
         options: &WriteOptions,
     ) -> Result<ETag> {
-        self.write_item(
-            container,
-            key,
-            WriteKind::Put,
-            Change::Value(value),
-            options,
-        )
-        .map(|written| ETag(written.expect("a put always writes").version))
+        self.write_value(container, key, WriteKind::Put, value, options)
     }
 
     /// Writes the item only if it does not exist (`AlreadyExists` otherwise).
@@ -124,14 +117,7 @@ impl StoreShared {
         value: &[u8],
         options: &WriteOptions,
     ) -> Result<ETag> {
-        self.write_item(
-            container,
-            key,
-            WriteKind::Create,
-            Change::Value(value),
-            options,
-        )
-        .map(|written| ETag(written.expect("a create always writes").version))
+        self.write_value(container, key, WriteKind::Create, value, options)
     }
 
     /// Writes the item only if it exists (`NotFound` otherwise).
@@ -142,14 +128,22 @@ impl StoreShared {
         value: &[u8],
         options: &WriteOptions,
     ) -> Result<ETag> {
-        self.write_item(
-            container,
-            key,
-            WriteKind::Replace,
-            Change::Value(value),
-            options,
-        )
-        .map(|written| ETag(written.expect("a replace always writes").version))
+        self.write_value(container, key, WriteKind::Replace, value, options)
+    }
+
+    /// put, create and replace: a write of a value, returning the new ETag.
+    fn write_value(
+        &self,
+        container: &str,
+        key: &[u8],
+        kind: WriteKind,
+        value: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        let written = self.write_item(container, key, kind, Change::Value(value), options)?;
+        Ok(ETag(
+            written.expect("a write of a value always writes").version,
+        ))
     }
 
     pub fn delete(&self, container: &str, key: &[u8], options: &WriteOptions) -> Result<()> {
