@@ -357,3 +357,7 @@ pub fn read_sequentially(paths: &[PathBuf], buffer: &mut [u8]) -> (u64, u64) {
     }
     (total, touched)
 }
+
+/// The side-by-side comparison with LMDB, redb, sled, fjall, SQLite and redis-server
+/// (`src/bin/compare.rs`).
+pub mod compare;
