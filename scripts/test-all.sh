@@ -10,6 +10,10 @@ cargo fmt --all --check
 
 step "clippy (-D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy -p tenure-benches --features peers --all-targets --locked -- -D warnings
+
+step "cargo-deny: licenses, bans, sources (offline)"
+cargo deny --offline --locked check licenses bans sources
 
 step "tests"
 cargo test --workspace --locked
@@ -27,3 +31,12 @@ bash bindings/c/check-header.sh
 
 step "C ABI: C and C++ programs (shared + static), valgrind, AddressSanitizer"
 bash bindings/c/run-tests.sh
+
+step "Rust tests under AddressSanitizer"
+bash scripts/asan-tests.sh
+
+step "soak: 8 threads of mixed load with compaction, 2 minutes (the full soak is 10)"
+cargo run --release --locked -p tenure-testkit --bin soak -- --duration-seconds 120
+
+step "comparison with the peer engines, quick mode (docs/benchmarks.md has the full run)"
+cargo run --release --locked -p tenure-benches --features peers --bin compare -- --quick

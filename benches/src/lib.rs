@@ -357,3 +357,8 @@ pub fn read_sequentially(paths: &[PathBuf], buffer: &mut [u8]) -> (u64, u64) {
     }
     (total, touched)
 }
+
+/// The side-by-side comparison with LMDB, redb, sled, fjall, SQLite and redis-server
+/// (`src/bin/compare.rs`). Needs the `peers` feature.
+#[cfg(feature = "peers")]
+pub mod compare;

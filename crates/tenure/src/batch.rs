@@ -281,7 +281,7 @@ impl<'store> Batch<'store> {
                 .catalog
                 .live(container)
                 .ok_or_else(|| self.failed(index, Error::rejected(ErrorCode::ContainerNotFound)))?;
-            let key_bytes = index_key(incarnation.id, key);
+            let key_bytes: Box<[u8]> = index_key(incarnation.id, key).into();
             if !touched.contains_key(&key_bytes) {
                 let slot = store.index.get_or_insert(&key_bytes);
                 let head = slot.settled_head(&guard);

@@ -47,8 +47,9 @@ impl Incarnation {
 #[derive(Default)]
 pub struct Catalog {
     /// name → incarnations, oldest first.
-    by_name: papaya::HashMap<String, Arc<Vec<Arc<Incarnation>>>>,
-    by_id: papaya::HashMap<u64, Arc<Incarnation>>,
+    /// Every read looks its container up here by name: foldhash, as in the item index.
+    by_name: papaya::HashMap<String, Arc<Vec<Arc<Incarnation>>>, foldhash::fast::RandomState>,
+    by_id: papaya::HashMap<u64, Arc<Incarnation>, foldhash::fast::RandomState>,
     /// Serialises container creates and deletes (rare), so "at most one live incarnation per
     /// name" holds.
     pub changes: Mutex<()>,
@@ -75,6 +76,18 @@ impl Catalog {
             .rev()
             .find(|incarnation| incarnation.visible_at(version))
             .cloned()
+    }
+
+    /// The id of the incarnation of `name` visible at `version`: what a read needs, without
+    /// an `Arc` clone, whose shared count every reading thread would write.
+    pub fn visible_id(&self, name: &str, version: Version) -> Option<u64> {
+        let by_name = self.by_name.pin();
+        let incarnations = by_name.get(name)?;
+        incarnations
+            .iter()
+            .rev()
+            .find(|incarnation| incarnation.visible_at(version))
+            .map(|incarnation| incarnation.id)
     }
 
     pub fn by_id(&self, id: u64) -> Option<Arc<Incarnation>> {

@@ -360,7 +360,7 @@ impl StoreShared {
             return Err(Error::invalid("timeout", "at most 24 hours"));
         }
         let deadline = Instant::now() + timeout;
-        let queue_key: Box<[u8]> = index_key(0, &[container.as_bytes(), &[0], key].concat());
+        let queue_key: Box<[u8]> = index_key(0, &[container.as_bytes(), &[0], key].concat()).into();
         let ticket = self
             .lease_waiters
             .next_ticket

@@ -365,9 +365,9 @@ impl StoreShared {
         validate::container_name(container)?;
         validate::key(key, &self.limits)?;
         conditions::validate_read(&options.conditions)?;
-        let incarnation = self
+        let container_id = self
             .catalog
-            .visible(container, version)
+            .visible_id(container, version)
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
         let guard = crossbeam_epoch::pin();
         // A plain read re-reads the version once pinned: a segment removed before the pin was
@@ -377,7 +377,7 @@ impl StoreShared {
         } else {
             version.max(self.version())
         };
-        let key_bytes = index_key(incarnation.id, key);
+        let key_bytes = index_key(container_id, key);
         self.index.with_slot(&key_bytes, |slot| {
             let node = slot
                 .and_then(|slot| self.resolve(slot, version, repeatable, &guard))
@@ -461,18 +461,16 @@ impl StoreShared {
         container: &str,
         key: &[u8],
     ) -> Result<Option<ValueLocation>> {
-        let incarnation = self
+        let container_id = self
             .catalog
-            .visible(container, version)
+            .visible_id(container, version)
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
         let guard = crossbeam_epoch::pin();
-        Ok(self
-            .index
-            .with_slot(&index_key(incarnation.id, key), |slot| {
-                slot.and_then(|slot| slot.visible(version, &guard))
-                    .filter(|node| node.is_live_at(now))
-                    .and_then(|node| node.value)
-            }))
+        Ok(self.index.with_slot(&index_key(container_id, key), |slot| {
+            slot.and_then(|slot| slot.visible(version, &guard))
+                .filter(|node| node.is_live_at(now))
+                .and_then(|node| node.value)
+        }))
     }
 
     pub(crate) fn value_bytes<'g>(
@@ -549,11 +547,11 @@ impl StoreShared {
                     ));
                 }
                 // The smallest key greater than `after`.
-                let mut start = index_key(incarnation.id, &after).into_vec();
+                let mut start = index_key(incarnation.id, &after).to_vec();
                 start.push(0);
                 start.into_boxed_slice()
             }
-            None => full_prefix.clone(),
+            None => Box::from(&*full_prefix),
         };
         let guard = crossbeam_epoch::pin();
         let version = if repeatable {

@@ -321,6 +321,13 @@ impl Log {
             let _creating = shared.segment_creation.lock();
             shared.segments.remove(first_slot)
         };
+        // The feed cannot start in the removed segment any more: its index entries go too, so
+        // the index stays as long as the log is (found by the soak, where it grew for ever).
+        let log_start = next_slot * shared.slot_size;
+        shared
+            .version_index
+            .lock()
+            .retain(|(_, offset)| *offset >= log_start);
         let storage = Arc::clone(&shared.storage);
         let guard = crossbeam_epoch::pin();
         // Readers that found a value in this segment hold a guard; the file goes after them.

@@ -1,0 +1,163 @@
+//! tenure beside LMDB (heed), redb, sled, fjall, SQLite (rusqlite) and redis-server: the same
+//! workloads, one process per engine and round, engines interleaved, medians and per-round
+//! ratios. See `benches/README.md` and `tenure_benches::compare`.
+//!
+//! ```sh
+//! CARGO_TARGET_DIR=/tmp/target-compare cargo build --release -p tenure-benches --bin compare
+//! /tmp/target-compare/release/compare --quick                      # smoke run, < 3 minutes
+//! /tmp/target-compare/release/compare --out docs/benchmarks.md     # full run, 1M keys
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use tenure_benches::compare::run::{child_main, parent_main, Options};
+use tenure_benches::compare::workloads::ChildConfig;
+
+const USAGE: &str = "\
+usage: compare [--quick] [--keys N] [--churn-keys N] [--rounds N] [--measure-ms N]
+               [--dram-mib N] [--engines a,b,..] [--workloads kv,churn,lease,limits]
+               [--out FILE.md] [--json FILE.jsonl] [--dir DIR] [--note TEXT]
+
+  --quick        100k keys (20k in churn), 100 ms per measurement, 5 rounds: a smoke run
+  (default)      1M keys (also in churn), 1 s per measurement, 5 rounds
+  engines        tenure lmdb redb sled fjall sqlite redis raw
+  --out          also write the markdown report there (it is always printed)
+  --json         the raw samples, one JSON line per child
+  --note         a sentence the report repeats (why a run departs from the defaults)
+";
+
+fn value<'a>(arguments: &'a [String], at: &mut usize, flag: &str) -> Result<&'a str, String> {
+    *at += 1;
+    arguments
+        .get(*at)
+        .map(String::as_str)
+        .ok_or_else(|| format!("{flag} needs a value"))
+}
+
+fn number<T: std::str::FromStr>(text: &str, flag: &str) -> Result<T, String> {
+    text.parse()
+        .map_err(|_| format!("{flag}: not a number: {text}"))
+}
+
+fn list(text: &str) -> Vec<String> {
+    text.split(',')
+        .filter(|part| !part.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn parse_child(arguments: &[String]) -> Result<(ChildConfig, PathBuf), String> {
+    let mut config = ChildConfig {
+        engine: String::new(),
+        workload: String::new(),
+        keys: 0,
+        measure: Duration::from_millis(1000),
+        round: 0,
+        dram_mebibytes: 256,
+        redis_port: None,
+    };
+    let mut directory = None;
+    let mut at = 0;
+    while at < arguments.len() {
+        let flag = arguments[at].as_str();
+        match flag {
+            "--child" => {}
+            "--engine" => config.engine = value(arguments, &mut at, flag)?.to_owned(),
+            "--workload" => config.workload = value(arguments, &mut at, flag)?.to_owned(),
+            "--keys" => config.keys = number(value(arguments, &mut at, flag)?, flag)?,
+            "--measure-ms" => {
+                config.measure =
+                    Duration::from_millis(number(value(arguments, &mut at, flag)?, flag)?)
+            }
+            "--round" => config.round = number(value(arguments, &mut at, flag)?, flag)?,
+            "--dram-mib" => config.dram_mebibytes = number(value(arguments, &mut at, flag)?, flag)?,
+            "--redis-port" => {
+                config.redis_port = Some(number(value(arguments, &mut at, flag)?, flag)?)
+            }
+            "--dir" => directory = Some(PathBuf::from(value(arguments, &mut at, flag)?)),
+            other => return Err(format!("unknown argument {other}")),
+        }
+        at += 1;
+    }
+    let directory = directory.ok_or("--dir is required")?;
+    Ok((config, directory))
+}
+
+/// `argument` as a shell word: as is when it is plain, else in single quotes.
+fn shell_quoted(argument: &str) -> String {
+    let plain = !argument.is_empty()
+        && argument
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./,=:+".contains(c));
+    if plain {
+        argument.to_owned()
+    } else {
+        format!("'{}'", argument.replace('\'', "'\\''"))
+    }
+}
+
+fn parse_parent(arguments: &[String]) -> Result<Options, String> {
+    let quick = arguments.iter().any(|argument| argument == "--quick");
+    let mut options = Options::defaults(quick);
+    let mut at = 0;
+    while at < arguments.len() {
+        let flag = arguments[at].as_str();
+        match flag {
+            "--quick" => {}
+            "--keys" => options.keys = number(value(arguments, &mut at, flag)?, flag)?,
+            "--churn-keys" => options.churn_keys = number(value(arguments, &mut at, flag)?, flag)?,
+            "--rounds" => options.rounds = number(value(arguments, &mut at, flag)?, flag)?,
+            "--measure-ms" => {
+                options.measure =
+                    Duration::from_millis(number(value(arguments, &mut at, flag)?, flag)?)
+            }
+            "--dram-mib" => {
+                options.dram_mebibytes = number(value(arguments, &mut at, flag)?, flag)?
+            }
+            "--engines" => options.engines = list(value(arguments, &mut at, flag)?),
+            "--workloads" => options.workloads = list(value(arguments, &mut at, flag)?),
+            "--out" => options.out = Some(PathBuf::from(value(arguments, &mut at, flag)?)),
+            "--json" => options.json = Some(PathBuf::from(value(arguments, &mut at, flag)?)),
+            "--dir" => options.directory = PathBuf::from(value(arguments, &mut at, flag)?),
+            "--note" => options.note = Some(value(arguments, &mut at, flag)?.to_owned()),
+            "--help" | "-h" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other}")),
+        }
+        at += 1;
+    }
+    if options.rounds == 0 || options.keys < 1000 || options.churn_keys < 1000 {
+        return Err("--rounds must be ≥ 1 and --keys, --churn-keys ≥ 1000".into());
+    }
+    options.command_line = std::iter::once("compare".to_owned())
+        .chain(arguments.iter().map(|argument| shell_quoted(argument)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Ok(options)
+}
+
+fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let code = if arguments.iter().any(|argument| argument == "--child") {
+        match parse_child(&arguments) {
+            Ok((config, directory)) => child_main(&config, &directory),
+            Err(error) => {
+                eprintln!("compare --child: {error}");
+                2
+            }
+        }
+    } else {
+        match parse_parent(&arguments) {
+            Ok(options) => parent_main(&options),
+            Err(error) => {
+                if !error.is_empty() {
+                    eprintln!("compare: {error}");
+                }
+                eprint!("{USAGE}");
+                2
+            }
+        }
+    };
+    ExitCode::from(code as u8)
+}

@@ -1,0 +1,735 @@
+//! The engines behind one interface. Every engine is opened in its non-durable ("buffered")
+//! class: commits return once the engine has handed the bytes to the OS (or keeps them in its
+//! own memory), without waiting for a sync; [`Engine::sync`] then makes everything durable.
+//! Nothing else is tuned: each engine keeps its default cache sizes and background work.
+//!
+//! | engine | non-durable commits | sync | compaction |
+//! | --- | --- | --- | --- |
+//! | tenure | `Durability::Buffered` | `flush()` | `compact()` |
+//! | lmdb (heed) | env flag `NO_SYNC` | `force_sync()` | none in place (LMDB reuses free pages) |
+//! | redb | `Durability::None` | a commit with `Durability::Immediate` | `compact()` |
+//! | sled | default (background flush every 500 ms) | `flush()` | none (segment cleaning runs by itself) |
+//! | fjall | default (`PersistMode::Buffer`) | `persist(SyncAll)` | `major_compact()` |
+//! | sqlite | `journal_mode=WAL`, `synchronous=OFF` | fsync of the database and WAL files | `VACUUM` + `wal_checkpoint(TRUNCATE)` |
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use redb::ReadableTable as _;
+
+use super::{value_version, Key, Value, VALUE_BYTES};
+
+/// The engines of the embedded rows, in table order.
+pub const EMBEDDED: [&str; 6] = ["tenure", "lmdb", "redb", "sled", "fjall", "sqlite"];
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// One engine, opened on a directory. Shared between reader threads by reference.
+pub trait Engine: Sync {
+    /// Writes (inserts or overwrites) the pairs in one transaction or batch, without syncing.
+    fn write_batch(&self, pairs: &[(Key, Value)]) -> Result<()>;
+    /// Deletes the keys in one transaction or batch, without syncing.
+    fn delete_batch(&self, keys: &[Key]) -> Result<()>;
+    /// Makes every earlier write durable.
+    fn sync(&self) -> Result<()>;
+    /// A handle for reads on the calling thread.
+    fn reader(&self) -> Result<Box<dyn Reader + '_>>;
+    /// Turns a start key into what [`Reader::scan`] takes (tenure: a continuation token).
+    fn scan_start(&self, key: &Key) -> Vec<u8> {
+        key.to_vec()
+    }
+    /// Compare-and-set: reads the item's version (ETag), then writes `value` under the
+    /// condition that the version is still the one read. Returns whether the write happened.
+    fn check_and_write(&self, key: &Key, value: &Value) -> Result<bool>;
+    /// The engine's own compaction, where it has one; returns what it reports about itself.
+    fn compact(&mut self) -> Result<super::Metrics>;
+    /// What `compact` does for this engine (for the report).
+    fn compaction_note(&self) -> &'static str;
+}
+
+/// Reads on one thread.
+pub trait Reader {
+    /// Reads the value of an existing key; returns a fold of its bytes (so nothing is skipped).
+    fn get(&mut self, key: &Key) -> Result<u64>;
+    /// Reads `count` entries in key order from `start` (keys and values); returns a fold.
+    fn scan(&mut self, start: &[u8], count: usize) -> Result<u64>;
+}
+
+fn fold(bytes: &[u8]) -> u64 {
+    bytes.len() as u64 + u64::from(bytes[0]) + u64::from(bytes[bytes.len() - 1])
+}
+
+/// The next value of a compare-and-set: `value` carrying version `current + 1`.
+fn next_version(value: &Value, current: &[u8]) -> Value {
+    let mut next = *value;
+    next[..8].copy_from_slice(&(value_version(current) + 1).to_le_bytes());
+    next
+}
+
+fn missing() -> Box<dyn std::error::Error + Send + Sync> {
+    "a key the benchmark wrote is missing".into()
+}
+
+/// Opens engine `name` in `directory` (created if needed).
+pub fn open(name: &str, directory: &Path) -> Result<Box<dyn Engine>> {
+    std::fs::create_dir_all(directory)?;
+    Ok(match name {
+        "tenure" => Box::new(Tenure::open(directory)?),
+        "lmdb" => Box::new(Lmdb::open(directory)?),
+        "redb" => Box::new(Redb::open(directory)?),
+        "sled" => Box::new(Sled::open(directory)?),
+        "fjall" => Box::new(Fjall::open(directory)?),
+        "sqlite" => Box::new(Sqlite::open(directory)?),
+        other => return Err(format!("unknown engine {other}").into()),
+    })
+}
+
+// ----- tenure -----
+
+const CONTAINER: &str = "kv";
+
+pub struct Tenure {
+    store: tenure::Store,
+}
+
+impl Tenure {
+    pub fn open(directory: &Path) -> Result<Tenure> {
+        let store = tenure::Store::open(
+            directory,
+            tenure::StoreOptions {
+                durability: tenure::Durability::Buffered,
+                ..tenure::StoreOptions::default()
+            },
+        )?;
+        store.create_container(CONTAINER, &tenure::ContainerOptions::default())?;
+        Ok(Tenure { store })
+    }
+}
+
+impl Engine for Tenure {
+    fn write_batch(&self, pairs: &[(Key, Value)]) -> Result<()> {
+        let mut batch = self.store.batch();
+        for (key, value) in pairs {
+            batch.put(CONTAINER, key, value, tenure::WriteOptions::default());
+        }
+        batch.commit()?;
+        Ok(())
+    }
+
+    fn delete_batch(&self, keys: &[Key]) -> Result<()> {
+        let mut batch = self.store.batch();
+        for key in keys {
+            batch.delete(CONTAINER, key, tenure::WriteOptions::default());
+        }
+        batch.commit()?;
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        Ok(self.store.flush()?)
+    }
+
+    fn reader(&self) -> Result<Box<dyn Reader + '_>> {
+        Ok(Box::new(TenureReader { store: &self.store }))
+    }
+
+    /// tenure lists by prefix and continues from an opaque token; it has no "from this key"
+    /// argument. The token of a page that ended at `key` starts the listing right after it,
+    /// so the benchmark builds that token (its format is `t1.` and the key in hex): `scan`
+    /// then reads the 10 entries after `key`, where the peers read `key` and the 9 after it.
+    fn scan_start(&self, key: &Key) -> Vec<u8> {
+        let mut token = String::from("t1.");
+        for byte in key {
+            token.push_str(&format!("{byte:02x}"));
+        }
+        token.into_bytes()
+    }
+
+    fn check_and_write(&self, key: &Key, value: &Value) -> Result<bool> {
+        let item = self
+            .store
+            .get(CONTAINER, key, &tenure::ReadOptions::default())?;
+        let options =
+            tenure::WriteOptions::with_conditions(tenure::Conditions::if_match(item.etag));
+        match self.store.put(CONTAINER, key, value, &options) {
+            Ok(_) => Ok(true),
+            Err(error) if error.code() == tenure::ErrorCode::ConditionNotMet => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn compact(&mut self) -> Result<super::Metrics> {
+        let report = self.store.compact()?;
+        let mut metrics = super::Metrics::new();
+        metrics.insert(
+            "tenure_compact_segments_removed".into(),
+            report.segments_removed as f64,
+        );
+        metrics.insert(
+            "tenure_compact_bytes_removed".into(),
+            report.bytes_removed as f64,
+        );
+        metrics.insert(
+            "tenure_compact_items_relocated".into(),
+            report.items_relocated as f64,
+        );
+        metrics.insert(
+            "tenure_compact_deferred_by_snapshot".into(),
+            f64::from(u8::from(report.deferred_by_snapshot)),
+        );
+        metrics.insert(
+            "tenure_compact_retained_for_change_feed".into(),
+            f64::from(u8::from(report.retained_for_change_feed)),
+        );
+        metrics.insert("tenure_log_bytes".into(), self.store.log_bytes() as f64);
+        Ok(metrics)
+    }
+
+    fn compaction_note(&self) -> &'static str {
+        "`compact()` once"
+    }
+}
+
+struct TenureReader<'a> {
+    store: &'a tenure::Store,
+}
+
+impl Reader for TenureReader<'_> {
+    fn get(&mut self, key: &Key) -> Result<u64> {
+        let item = self
+            .store
+            .get(CONTAINER, key, &tenure::ReadOptions::default())?;
+        Ok(fold(item.value.as_deref().ok_or_else(missing)?))
+    }
+
+    fn scan(&mut self, start: &[u8], count: usize) -> Result<u64> {
+        let token = std::str::from_utf8(start)?;
+        let page = self.store.list(CONTAINER, b"", count, Some(token), true)?;
+        let mut total = 0;
+        for item in &page.items {
+            total += fold(&item.key) + fold(item.value.as_deref().ok_or_else(missing)?);
+        }
+        Ok(total)
+    }
+}
+
+// ----- LMDB (heed) -----
+
+pub struct Lmdb {
+    env: heed::Env,
+    db: heed::Database<heed::types::Bytes, heed::types::Bytes>,
+}
+
+impl Lmdb {
+    pub fn open(directory: &Path) -> Result<Lmdb> {
+        let mut options = heed::EnvOpenOptions::new();
+        // Address space only: the file grows as pages are written.
+        options.map_size(64 << 30);
+        // SAFETY: NO_SYNC gives up durability on a crash (the non-durable class measured
+        // here), not memory safety; the directory is this process's own.
+        let env = unsafe {
+            options.flags(heed::EnvFlags::NO_SYNC);
+            options.open(directory)?
+        };
+        let mut transaction = env.write_txn()?;
+        let db = env.create_database(&mut transaction, None)?;
+        transaction.commit()?;
+        Ok(Lmdb { env, db })
+    }
+}
+
+impl Engine for Lmdb {
+    fn write_batch(&self, pairs: &[(Key, Value)]) -> Result<()> {
+        let mut transaction = self.env.write_txn()?;
+        for (key, value) in pairs {
+            self.db.put(&mut transaction, key, value)?;
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn delete_batch(&self, keys: &[Key]) -> Result<()> {
+        let mut transaction = self.env.write_txn()?;
+        for key in keys {
+            self.db.delete(&mut transaction, key)?;
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        Ok(self.env.force_sync()?)
+    }
+
+    fn reader(&self) -> Result<Box<dyn Reader + '_>> {
+        Ok(Box::new(LmdbReader { engine: self }))
+    }
+
+    fn check_and_write(&self, key: &Key, value: &Value) -> Result<bool> {
+        let mut transaction = self.env.write_txn()?;
+        let next = {
+            let current = self.db.get(&transaction, key)?.ok_or_else(missing)?;
+            next_version(value, current)
+        };
+        self.db.put(&mut transaction, key, &next)?;
+        transaction.commit()?;
+        Ok(true)
+    }
+
+    fn compact(&mut self) -> Result<super::Metrics> {
+        self.env.force_sync()?;
+        Ok(super::Metrics::new())
+    }
+
+    fn compaction_note(&self) -> &'static str {
+        "none in place (LMDB reuses freed pages; the file never shrinks)"
+    }
+}
+
+struct LmdbReader<'a> {
+    engine: &'a Lmdb,
+}
+
+impl Reader for LmdbReader<'_> {
+    fn get(&mut self, key: &Key) -> Result<u64> {
+        let transaction = self.engine.env.read_txn()?;
+        let value = self.engine.db.get(&transaction, key)?.ok_or_else(missing)?;
+        Ok(fold(value))
+    }
+
+    fn scan(&mut self, start: &[u8], count: usize) -> Result<u64> {
+        let transaction = self.engine.env.read_txn()?;
+        let range = (Bound::Included(start), Bound::Unbounded);
+        let mut total = 0;
+        for entry in self.engine.db.range(&transaction, &range)?.take(count) {
+            let (key, value) = entry?;
+            total += fold(key) + fold(value);
+        }
+        Ok(total)
+    }
+}
+
+// ----- redb -----
+
+const REDB_TABLE: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("kv");
+
+pub struct Redb {
+    db: redb::Database,
+}
+
+impl Redb {
+    pub fn open(directory: &Path) -> Result<Redb> {
+        let db = redb::Database::create(directory.join("data.redb"))?;
+        let transaction = db.begin_write()?;
+        transaction.open_table(REDB_TABLE)?;
+        transaction.commit()?;
+        Ok(Redb { db })
+    }
+
+    fn commit_immediate(&self) -> Result<()> {
+        let mut transaction = self.db.begin_write()?;
+        transaction.set_durability(redb::Durability::Immediate);
+        transaction.commit()?;
+        Ok(())
+    }
+}
+
+impl Engine for Redb {
+    fn write_batch(&self, pairs: &[(Key, Value)]) -> Result<()> {
+        let mut transaction = self.db.begin_write()?;
+        transaction.set_durability(redb::Durability::None);
+        {
+            let mut table = transaction.open_table(REDB_TABLE)?;
+            for (key, value) in pairs {
+                table.insert(&key[..], &value[..])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn delete_batch(&self, keys: &[Key]) -> Result<()> {
+        let mut transaction = self.db.begin_write()?;
+        transaction.set_durability(redb::Durability::None);
+        {
+            let mut table = transaction.open_table(REDB_TABLE)?;
+            for key in keys {
+                table.remove(&key[..])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.commit_immediate()
+    }
+
+    fn reader(&self) -> Result<Box<dyn Reader + '_>> {
+        Ok(Box::new(RedbReader { db: &self.db }))
+    }
+
+    fn check_and_write(&self, key: &Key, value: &Value) -> Result<bool> {
+        let mut transaction = self.db.begin_write()?;
+        transaction.set_durability(redb::Durability::None);
+        {
+            let mut table = transaction.open_table(REDB_TABLE)?;
+            let next = {
+                let current = table.get(&key[..])?.ok_or_else(missing)?;
+                next_version(value, current.value())
+            };
+            table.insert(&key[..], &next[..])?;
+        }
+        transaction.commit()?;
+        Ok(true)
+    }
+
+    fn compact(&mut self) -> Result<super::Metrics> {
+        self.commit_immediate()?;
+        for _ in 0..16 {
+            if !self.db.compact()? {
+                break;
+            }
+        }
+        Ok(super::Metrics::new())
+    }
+
+    fn compaction_note(&self) -> &'static str {
+        "`compact()` until it reports nothing left to do"
+    }
+}
+
+struct RedbReader<'a> {
+    db: &'a redb::Database,
+}
+
+impl Reader for RedbReader<'_> {
+    fn get(&mut self, key: &Key) -> Result<u64> {
+        let transaction = self.db.begin_read()?;
+        let table = transaction.open_table(REDB_TABLE)?;
+        let value = table.get(&key[..])?.ok_or_else(missing)?;
+        Ok(fold(value.value()))
+    }
+
+    fn scan(&mut self, start: &[u8], count: usize) -> Result<u64> {
+        let transaction = self.db.begin_read()?;
+        let table = transaction.open_table(REDB_TABLE)?;
+        let mut total = 0;
+        for entry in table.range::<&[u8]>(start..)?.take(count) {
+            let (key, value) = entry?;
+            total += fold(key.value()) + fold(value.value());
+        }
+        Ok(total)
+    }
+}
+
+// ----- sled -----
+
+pub struct Sled {
+    db: sled::Db,
+}
+
+impl Sled {
+    pub fn open(directory: &Path) -> Result<Sled> {
+        Ok(Sled {
+            db: sled::Config::new().path(directory).open()?,
+        })
+    }
+}
+
+impl Engine for Sled {
+    fn write_batch(&self, pairs: &[(Key, Value)]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for (key, value) in pairs {
+            batch.insert(&key[..], &value[..]);
+        }
+        Ok(self.db.apply_batch(batch)?)
+    }
+
+    fn delete_batch(&self, keys: &[Key]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for key in keys {
+            batch.remove(&key[..]);
+        }
+        Ok(self.db.apply_batch(batch)?)
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    fn reader(&self) -> Result<Box<dyn Reader + '_>> {
+        Ok(Box::new(SledReader { db: &self.db }))
+    }
+
+    fn check_and_write(&self, key: &Key, value: &Value) -> Result<bool> {
+        let current = self.db.get(key)?.ok_or_else(missing)?;
+        let next = next_version(value, &current);
+        Ok(self
+            .db
+            .compare_and_swap(key, Some(&current[..]), Some(&next[..]))?
+            .is_ok())
+    }
+
+    fn compact(&mut self) -> Result<super::Metrics> {
+        self.sync()?;
+        Ok(super::Metrics::new())
+    }
+
+    fn compaction_note(&self) -> &'static str {
+        "none (sled has no compaction call; its segment cleaner runs by itself); `flush()`"
+    }
+}
+
+struct SledReader<'a> {
+    db: &'a sled::Db,
+}
+
+impl Reader for SledReader<'_> {
+    fn get(&mut self, key: &Key) -> Result<u64> {
+        let value = self.db.get(key)?.ok_or_else(missing)?;
+        Ok(fold(&value))
+    }
+
+    fn scan(&mut self, start: &[u8], count: usize) -> Result<u64> {
+        let mut total = 0;
+        for entry in self.db.range::<&[u8], _>(start..).take(count) {
+            let (key, value) = entry?;
+            total += fold(&key) + fold(&value);
+        }
+        Ok(total)
+    }
+}
+
+// ----- fjall -----
+
+pub struct Fjall {
+    keyspace: fjall::TxKeyspace,
+    partition: fjall::TxPartitionHandle,
+}
+
+impl Fjall {
+    pub fn open(directory: &Path) -> Result<Fjall> {
+        let keyspace = fjall::Config::new(directory).open_transactional()?;
+        let partition = keyspace.open_partition("kv", fjall::PartitionCreateOptions::default())?;
+        Ok(Fjall {
+            keyspace,
+            partition,
+        })
+    }
+}
+
+impl Engine for Fjall {
+    fn write_batch(&self, pairs: &[(Key, Value)]) -> Result<()> {
+        let mut transaction = self.keyspace.write_tx();
+        for (key, value) in pairs {
+            transaction.insert(&self.partition, &key[..], &value[..]);
+        }
+        Ok(transaction.commit()?)
+    }
+
+    fn delete_batch(&self, keys: &[Key]) -> Result<()> {
+        let mut transaction = self.keyspace.write_tx();
+        for key in keys {
+            transaction.remove(&self.partition, &key[..]);
+        }
+        Ok(transaction.commit()?)
+    }
+
+    fn sync(&self) -> Result<()> {
+        Ok(self.keyspace.persist(fjall::PersistMode::SyncAll)?)
+    }
+
+    fn reader(&self) -> Result<Box<dyn Reader + '_>> {
+        Ok(Box::new(FjallReader { engine: self }))
+    }
+
+    fn check_and_write(&self, key: &Key, value: &Value) -> Result<bool> {
+        let mut transaction = self.keyspace.write_tx();
+        let current = transaction.get(&self.partition, key)?.ok_or_else(missing)?;
+        let next = next_version(value, &current);
+        transaction.insert(&self.partition, &key[..], &next[..]);
+        transaction.commit()?;
+        Ok(true)
+    }
+
+    fn compact(&mut self) -> Result<super::Metrics> {
+        self.sync()?;
+        self.partition.inner().major_compact()?;
+        self.sync()?;
+        Ok(super::Metrics::new())
+    }
+
+    fn compaction_note(&self) -> &'static str {
+        "`major_compact()` of the partition"
+    }
+}
+
+struct FjallReader<'a> {
+    engine: &'a Fjall,
+}
+
+impl Reader for FjallReader<'_> {
+    fn get(&mut self, key: &Key) -> Result<u64> {
+        let value = self.engine.partition.get(key)?.ok_or_else(missing)?;
+        Ok(fold(&value))
+    }
+
+    fn scan(&mut self, start: &[u8], count: usize) -> Result<u64> {
+        let transaction = self.engine.keyspace.read_tx();
+        let mut total = 0;
+        for entry in transaction
+            .range::<&[u8], _>(&self.engine.partition, start..)
+            .take(count)
+        {
+            let (key, value) = entry?;
+            total += fold(&key) + fold(&value);
+        }
+        Ok(total)
+    }
+}
+
+// ----- SQLite (rusqlite, bundled) -----
+
+pub struct Sqlite {
+    path: PathBuf,
+    connection: Mutex<rusqlite::Connection>,
+}
+
+impl Sqlite {
+    pub fn open(directory: &Path) -> Result<Sqlite> {
+        let path = directory.join("data.sqlite");
+        let connection = Sqlite::connect(&path)?;
+        connection.execute_batch(
+            "CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;",
+        )?;
+        Ok(Sqlite {
+            path,
+            connection: Mutex::new(connection),
+        })
+    }
+
+    fn connect(path: &Path) -> Result<rusqlite::Connection> {
+        let connection = rusqlite::Connection::open(path)?;
+        let mode: String = connection.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(format!("sqlite refused WAL mode: {mode}").into());
+        }
+        connection.pragma_update(None, "synchronous", "OFF")?;
+        Ok(connection)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, rusqlite::Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(|error| error.into_inner())
+    }
+}
+
+impl Engine for Sqlite {
+    fn write_batch(&self, pairs: &[(Key, Value)]) -> Result<()> {
+        let mut connection = self.lock();
+        let transaction = connection.transaction()?;
+        {
+            let mut statement = transaction
+                .prepare_cached("INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)")?;
+            for (key, value) in pairs {
+                statement.execute(rusqlite::params![&key[..], &value[..]])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn delete_batch(&self, keys: &[Key]) -> Result<()> {
+        let mut connection = self.lock();
+        let transaction = connection.transaction()?;
+        {
+            let mut statement = transaction.prepare_cached("DELETE FROM kv WHERE key = ?1")?;
+            for key in keys {
+                statement.execute([&key[..]])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// With `synchronous=OFF` SQLite never syncs; the files are synced directly.
+    fn sync(&self) -> Result<()> {
+        let _connection = self.lock();
+        for suffix in ["", "-wal"] {
+            let mut name = self.path.clone().into_os_string();
+            name.push(suffix);
+            if let Ok(file) = std::fs::File::open(&name) {
+                file.sync_all()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn reader(&self) -> Result<Box<dyn Reader + '_>> {
+        Ok(Box::new(SqliteReader {
+            connection: Sqlite::connect(&self.path)?,
+        }))
+    }
+
+    /// `SELECT` the value, then `UPDATE ... WHERE value = <what was read>` (the value carries
+    /// the version, so this is the `WHERE version = ?` of an optimistic update, like sled's
+    /// compare_and_swap).
+    fn check_and_write(&self, key: &Key, value: &Value) -> Result<bool> {
+        let connection = self.lock();
+        let current: Vec<u8> = connection
+            .prepare_cached("SELECT value FROM kv WHERE key = ?1")?
+            .query_row([&key[..]], |row| row.get(0))?;
+        let next = next_version(value, &current);
+        let changed = connection
+            .prepare_cached("UPDATE kv SET value = ?1 WHERE key = ?2 AND value = ?3")?
+            .execute(rusqlite::params![&next[..], &key[..], &current[..]])?;
+        Ok(changed == 1)
+    }
+
+    fn compact(&mut self) -> Result<super::Metrics> {
+        let connection = self.lock();
+        connection.execute_batch("VACUUM;")?;
+        connection.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        drop(connection);
+        self.sync()?;
+        Ok(super::Metrics::new())
+    }
+
+    fn compaction_note(&self) -> &'static str {
+        "`VACUUM`, then `wal_checkpoint(TRUNCATE)`"
+    }
+}
+
+struct SqliteReader {
+    connection: rusqlite::Connection,
+}
+
+impl Reader for SqliteReader {
+    fn get(&mut self, key: &Key) -> Result<u64> {
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT value FROM kv WHERE key = ?1")?;
+        let mut rows = statement.query([&key[..]])?;
+        let row = rows.next()?.ok_or_else(missing)?;
+        Ok(fold(row.get_ref(0)?.as_blob()?))
+    }
+
+    fn scan(&mut self, start: &[u8], count: usize) -> Result<u64> {
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT key, value FROM kv WHERE key >= ?1 ORDER BY key LIMIT ?2")?;
+        let mut rows = statement.query(rusqlite::params![start, count as i64])?;
+        let mut total = 0;
+        while let Some(row) = rows.next()? {
+            total += fold(row.get_ref(0)?.as_blob()?) + fold(row.get_ref(1)?.as_blob()?);
+        }
+        Ok(total)
+    }
+}
+
+/// Keeps `VALUE_BYTES` in use here so a change of the shape is noticed at compile time.
+const _: () = assert!(VALUE_BYTES >= 8);

@@ -1,0 +1,505 @@
+//! The parent process: runs every (workload, engine) pair once per round, each in its own
+//! child process, engines in a different order every round; then writes the report.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::engines::EMBEDDED;
+use super::report::{self, Results, Sample};
+use super::workloads::ChildConfig;
+use super::Metrics;
+
+/// The workloads, in run order.
+pub const WORKLOADS: [&str; 4] = ["kv", "churn", "lease", "limits"];
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub quick: bool,
+    pub keys: u64,
+    pub churn_keys: u64,
+    pub rounds: usize,
+    pub measure: Duration,
+    pub dram_mebibytes: usize,
+    pub engines: Vec<String>,
+    pub workloads: Vec<String>,
+    /// Where the markdown goes (also printed).
+    pub out: Option<PathBuf>,
+    /// Where the raw samples go, as JSON lines.
+    pub json: Option<PathBuf>,
+    /// Parent of the engines' directories.
+    pub directory: PathBuf,
+    pub command_line: String,
+    /// Said in the report (why a run departs from the defaults, say).
+    pub note: Option<String>,
+}
+
+impl Options {
+    pub fn defaults(quick: bool) -> Options {
+        Options {
+            quick,
+            keys: if quick { 100_000 } else { 1_000_000 },
+            churn_keys: if quick { 20_000 } else { 1_000_000 },
+            rounds: 5,
+            measure: Duration::from_millis(if quick { 100 } else { 1000 }),
+            dram_mebibytes: if quick { 128 } else { 512 },
+            engines: EMBEDDED
+                .iter()
+                .chain(["redis", "raw"].iter())
+                .map(|engine| engine.to_string())
+                .collect(),
+            workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
+            out: None,
+            json: None,
+            directory: std::env::temp_dir().join(format!("tenure-compare-{}", std::process::id())),
+            command_line: String::new(),
+            note: None,
+        }
+    }
+}
+
+/// The engines that take part in a workload.
+fn participants(workload: &str, options: &Options) -> Vec<String> {
+    let candidates: Vec<&str> = match workload {
+        "kv" | "churn" => EMBEDDED.to_vec(),
+        "lease" => vec!["tenure", "redis"],
+        "limits" => vec!["raw"],
+        _ => vec![],
+    };
+    candidates
+        .into_iter()
+        .filter(|engine| options.engines.iter().any(|wanted| wanted == engine))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn run_child(
+    options: &Options,
+    config: &ChildConfig,
+    directory: &Path,
+) -> (Option<Metrics>, Option<String>) {
+    let executable = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => return (None, Some(format!("current_exe: {error}"))),
+    };
+    let mut command = Command::new(executable);
+    command
+        .arg("--child")
+        .args(["--engine", &config.engine])
+        .args(["--workload", &config.workload])
+        .args(["--keys", &config.keys.to_string()])
+        .args(["--measure-ms", &config.measure.as_millis().to_string()])
+        .args(["--round", &config.round.to_string()])
+        .args(["--dram-mib", &config.dram_mebibytes.to_string()])
+        .arg("--dir")
+        .arg(directory)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    if let Some(port) = config.redis_port {
+        command.args(["--redis-port", &port.to_string()]);
+    }
+    let _ = options;
+    let output = match command.output() {
+        Ok(output) => output,
+        Err(error) => return (None, Some(format!("spawn: {error}"))),
+    };
+    let _ = std::fs::remove_dir_all(directory);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return (None, Some(format!("child exited with {}", output.status)));
+    }
+    let Some(line) = stdout.lines().rev().find(|line| line.starts_with('{')) else {
+        return (None, Some("child printed no result".into()));
+    };
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(value) => {
+            let metrics: Metrics = value["metrics"]
+                .as_object()
+                .map(|object| {
+                    object
+                        .iter()
+                        .filter_map(|(name, value)| Some((name.clone(), value.as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (Some(metrics), None)
+        }
+        Err(error) => (None, Some(format!("bad result line: {error}"))),
+    }
+}
+
+/// The child's side: runs one workload and prints its JSON line. Returns the exit code.
+pub fn child_main(config: &ChildConfig, directory: &Path) -> i32 {
+    match super::workloads::run(config, directory) {
+        Ok(metrics) => {
+            let line = serde_json::json!({
+                "engine": config.engine,
+                "workload": config.workload,
+                "round": config.round,
+                "metrics": metrics,
+            });
+            println!("{line}");
+            0
+        }
+        Err(error) => {
+            eprintln!(
+                "compare: {} / {} failed: {error}",
+                config.workload, config.engine
+            );
+            1
+        }
+    }
+}
+
+/// Runs everything and writes the report. Returns the exit code.
+pub fn parent_main(options: &Options) -> i32 {
+    let started = Instant::now();
+    if let Err(error) = std::fs::create_dir_all(&options.directory) {
+        eprintln!(
+            "compare: cannot create {}: {error}",
+            options.directory.display()
+        );
+        return 1;
+    }
+    let machine_before = super::run::machine(&options.directory);
+    let mut notes: Vec<String> = options.note.iter().cloned().collect();
+    let wants_redis = options.workloads.iter().any(|w| w == "lease")
+        && options.engines.iter().any(|e| e == "redis");
+    let mut server = None;
+    if wants_redis {
+        match super::redis::Server::start(&options.directory.join("redis")) {
+            Ok(Some(started)) => server = Some(started),
+            Ok(None) => notes.push(
+                "redis-server is not installed (`apt-get install -y redis-server`): the redis \
+                 rows are missing."
+                    .to_owned(),
+            ),
+            Err(error) => notes.push(format!("redis-server did not start: {error}")),
+        }
+    }
+    let redis_port = server.as_ref().map(|server| server.port);
+    let redis_version = server.as_ref().map(|server| server.version.clone());
+
+    let mut samples: Vec<Sample> = Vec::new();
+    for round in 0..options.rounds {
+        for workload in &options.workloads {
+            let mut engines = participants(workload, options);
+            if engines.is_empty() {
+                continue;
+            }
+            // Interleave: every round starts one engine later.
+            let shift = round % engines.len();
+            engines.rotate_left(shift);
+            for engine in engines {
+                if engine == "redis" && redis_port.is_none() {
+                    continue;
+                }
+                let config = ChildConfig {
+                    engine: engine.clone(),
+                    workload: workload.clone(),
+                    keys: if workload == "churn" {
+                        options.churn_keys
+                    } else {
+                        options.keys
+                    },
+                    measure: options.measure,
+                    round: round as u64,
+                    dram_mebibytes: options.dram_mebibytes,
+                    redis_port,
+                };
+                let directory = options
+                    .directory
+                    .join(format!("{workload}-{engine}-{round}"));
+                let begun = Instant::now();
+                let (metrics, error) = run_child(options, &config, &directory);
+                let seconds = begun.elapsed().as_secs_f64();
+                eprintln!(
+                    "compare: round {}/{} {workload:>6} {engine:<7} {:6.1} s{}",
+                    round + 1,
+                    options.rounds,
+                    seconds,
+                    error
+                        .as_deref()
+                        .map(|error| format!("  FAILED: {error}"))
+                        .unwrap_or_default()
+                );
+                samples.push(Sample {
+                    round,
+                    engine,
+                    workload: workload.clone(),
+                    metrics,
+                    error,
+                    seconds,
+                });
+            }
+        }
+    }
+    if let Some(mut server) = server {
+        server.stop();
+    }
+    let machine_after = machine(&options.directory);
+    let _ = std::fs::remove_dir_all(&options.directory);
+
+    let elapsed = started.elapsed();
+    let results = Results::new(&samples, options.rounds);
+    let markdown = render(
+        options,
+        &results,
+        &samples,
+        &machine_before,
+        &machine_after,
+        redis_version.as_deref(),
+        &notes,
+        elapsed,
+    );
+    println!("{markdown}");
+    if let Some(path) = &options.out {
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        if let Err(error) = std::fs::write(path, &markdown) {
+            eprintln!("compare: cannot write {}: {error}", path.display());
+            return 1;
+        }
+        eprintln!("compare: wrote {}", path.display());
+    }
+    if let Some(path) = &options.json {
+        let mut lines = String::new();
+        for sample in &samples {
+            let _ = writeln!(
+                lines,
+                "{}",
+                serde_json::json!({
+                    "round": sample.round,
+                    "engine": sample.engine,
+                    "workload": sample.workload,
+                    "seconds": sample.seconds,
+                    "metrics": sample.metrics,
+                    "error": sample.error,
+                })
+            );
+        }
+        if let Err(error) = std::fs::write(path, lines) {
+            eprintln!("compare: cannot write {}: {error}", path.display());
+            return 1;
+        }
+    }
+    eprintln!("compare: done in {:.0} s", elapsed.as_secs_f64());
+    if samples.iter().any(|sample| sample.error.is_some()) {
+        eprintln!("compare: some runs failed (see the report)");
+        return 2;
+    }
+    0
+}
+
+/// What the report says about the machine at one moment.
+pub struct Machine {
+    pub cpus: usize,
+    pub model: String,
+    pub kernel: String,
+    pub memory: String,
+    pub filesystem: String,
+    pub load: String,
+}
+
+pub fn machine(directory: &Path) -> Machine {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let cpuinfo = read("/proc/cpuinfo");
+    let model = cpuinfo
+        .lines()
+        .find_map(|line| line.strip_prefix("model name"))
+        .map(|rest| rest.trim_start_matches([' ', '\t', ':']).trim().to_owned())
+        .unwrap_or_else(|| "unknown".into());
+    let memory = read("/proc/meminfo")
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|kib| format!("{:.1} GiB", kib as f64 / (1u64 << 20) as f64))
+        .unwrap_or_else(|| "unknown".into());
+    // The mount holding the directory: the longest mount point that is a prefix of it.
+    let canonical = directory
+        .canonicalize()
+        .unwrap_or_else(|_| directory.to_path_buf());
+    let mut filesystem = ("unknown".to_owned(), String::new(), 0usize);
+    for line in read("/proc/mounts").lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 3 {
+            continue;
+        }
+        if canonical.starts_with(fields[1]) && fields[1].len() >= filesystem.2 {
+            filesystem = (
+                fields[2].to_owned(),
+                format!("{} on {}", fields[0], fields[1]),
+                fields[1].len(),
+            );
+        }
+    }
+    Machine {
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        model,
+        kernel: read("/proc/sys/kernel/osrelease").trim().to_owned(),
+        memory,
+        filesystem: format!(
+            "{} ({}), data under {}",
+            filesystem.0,
+            filesystem.1,
+            directory.display()
+        ),
+        load: read("/proc/loadavg")
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// Versions of the peers, from the workspace's Cargo.lock.
+fn peer_versions() -> String {
+    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock");
+    let text = std::fs::read_to_string(lock).unwrap_or_default();
+    let mut found = Vec::new();
+    let mut name = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("name = ") {
+            name = Some(rest.trim_matches('"').to_owned());
+        } else if let Some(rest) = line.strip_prefix("version = ") {
+            if let Some(name) = name.take() {
+                if [
+                    "heed",
+                    "lmdb-master-sys",
+                    "redb",
+                    "sled",
+                    "fjall",
+                    "rusqlite",
+                    "libsqlite3-sys",
+                ]
+                .contains(&name.as_str())
+                {
+                    found.push(format!("{name} {}", rest.trim_matches('"')));
+                }
+            }
+        }
+    }
+    found.join(", ")
+}
+
+fn command_output(program: &str, arguments: &[&str]) -> String {
+    Command::new(program)
+        .args(arguments)
+        .output()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render(
+    options: &Options,
+    results: &Results,
+    samples: &[Sample],
+    before: &Machine,
+    after: &Machine,
+    redis_version: Option<&str>,
+    notes: &[String],
+    elapsed: Duration,
+) -> String {
+    let mut out = String::new();
+    let mode = if options.quick { "quick" } else { "full" };
+    let _ = writeln!(out, "# tenure beside its peers\n");
+    let _ = writeln!(
+        out,
+        "Written by `benches/src/bin/compare.rs` ({mode} mode); every figure below is \
+         measured, none is edited by hand. Run it again to refresh this page.\n"
+    );
+    let _ = writeln!(out, "## Run\n");
+    let _ = writeln!(
+        out,
+        "- date: {}",
+        command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
+    );
+    let _ = writeln!(
+        out,
+        "- command: `{}` (built with `CARGO_TARGET_DIR=/tmp/target-compare cargo build --release \
+         -p tenure-benches --bin compare`)",
+        options.command_line
+    );
+    let _ = writeln!(
+        out,
+        "- shape: {} keys of {} B, values of {} B ({} keys in the churn workload); {} rounds; \
+         each timed measurement runs {} ms after an untimed warm-up of the same length; took \
+         {:.0} s in all",
+        options.keys,
+        super::KEY_BYTES,
+        super::VALUE_BYTES,
+        options.churn_keys,
+        options.rounds,
+        options.measure.as_millis(),
+        elapsed.as_secs_f64()
+    );
+    let _ = writeln!(
+        out,
+        "- machine: {} CPUs ({}), {} RAM, Linux {}; {}",
+        before.cpus, before.model, before.memory, before.kernel, before.filesystem
+    );
+    let _ = writeln!(
+        out,
+        "- load average (1, 5, 15 min) at the start: {}; at the end: {}",
+        before.load, after.load
+    );
+    let _ = writeln!(
+        out,
+        "- peers: {}; {}; {}",
+        peer_versions(),
+        redis_version.unwrap_or("redis-server not run"),
+        command_output("rustc", &["--version"])
+    );
+    for note in notes {
+        let _ = writeln!(out, "- note: {note}");
+    }
+    let _ = writeln!(out, "\n## Method\n");
+    let _ = writeln!(
+        out,
+        "- Every engine runs in its own process for each workload and round (the program \
+         re-executes itself with `--child --engine E --workload W`), on a fresh directory \
+         under the temp dir, which is removed afterwards. Rounds interleave the engines: each \
+         round starts one engine later in the list.\n\
+         - A table's **median** is the median over the rounds; the last column divides tenure's \
+         figure by that engine's, round by round, and takes the median of those ratios. \
+         \"tenure ÷ best peer\" divides tenure's figure by the best peer's *of the same round*.\n\
+         - Same data for every engine (keys and values derived from the item's index), same \
+         thread count per row, same durability class: every engine is opened non-durable \
+         (commits do not wait for a sync); the bulk load ends with one sync, and so does \
+         every pass of the churn:\n"
+    );
+    let _ = writeln!(
+        out,
+        "| engine | non-durable commits | sync | compaction |\n| --- | --- | --- | --- |\n\
+         | tenure | `Durability::Buffered` | `flush()` | `compact()` once |\n\
+         | lmdb (heed) | env flag `NO_SYNC` | `force_sync()` | none in place (LMDB reuses freed pages; the file never shrinks) |\n\
+         | redb | `Durability::None` | a commit with `Durability::Immediate` | `compact()` until it reports nothing left |\n\
+         | sled | default (its background flush) | `flush()` | none (no compaction call; its segment cleaner runs by itself) |\n\
+         | fjall | default (`PersistMode::Buffer`), single-writer transactions | `persist(SyncAll)` | `major_compact()` |\n\
+         | sqlite | `journal_mode=WAL`, `synchronous=OFF`, a `WITHOUT ROWID` table | fsync of the database and WAL files | `VACUUM` + `wal_checkpoint(TRUNCATE)` |\n"
+    );
+    let _ = writeln!(
+        out,
+        "- Otherwise each engine keeps its defaults (cache sizes, background threads). tenure's \
+         background compaction stays on (its default).\n\
+         - tenure's `list` has no \"start at this key\" argument: the scan row passes the \
+         continuation token a page ending at the start key would carry (built by the benchmark \
+         from the token format), so tenure reads the 10 entries *after* the start key, the \
+         peers the start key and the 9 after it.\n\
+         - The compare-and-set rows give each peer its cheapest correct form: LMDB, redb and \
+         fjall read and write in one write transaction (no separate read before it); tenure \
+         does a `get` and then a conditional `put`, as a client of its API would.\n"
+    );
+    let _ = writeln!(out, "## Targets of the issues\n");
+    out.push_str(&report::render_targets(results));
+    let _ = writeln!(out, "\n## Results\n");
+    out.push_str(&report::render_tables(results));
+    let failures = report::render_failures(samples);
+    if !failures.is_empty() {
+        let _ = writeln!(out, "## Failed runs\n\n{failures}");
+    }
+    out
+}
