@@ -1,9 +1,9 @@
-//! tenure beside LMDB (heed), redb, sled, fjall, SQLite (rusqlite) and redis-server: the same
+//! tenure beside LMDB (heed), redb, sled, fjall, SQLite (rusqlite), redis-server and memcached: the same
 //! workloads, one process per engine and round, engines interleaved, medians and per-round
 //! ratios. See `benches/README.md` and `tenure_benches::compare`.
 //!
 //! ```sh
-//! CARGO_TARGET_DIR=/tmp/target-compare cargo build --release -p tenure-benches --bin compare
+//! CARGO_TARGET_DIR=/tmp/target-compare cargo build --release -p tenure-benches --features peers --bin compare
 //! /tmp/target-compare/release/compare --quick                      # smoke run, < 3 minutes
 //! /tmp/target-compare/release/compare --out docs/benchmarks.md     # full run, 1M keys
 //! ```
@@ -22,7 +22,7 @@ usage: compare [--quick] [--keys N] [--churn-keys N] [--rounds N] [--measure-ms 
 
   --quick        100k keys (20k in churn), 100 ms per measurement, 5 rounds: a smoke run
   (default)      1M keys (also in churn), 1 s per measurement, 5 rounds
-  engines        tenure lmdb redb sled fjall sqlite redis raw
+  engines        tenure lmdb redb sled fjall sqlite redis memcached raw
   --out          also write the markdown report there (it is always printed)
   --json         the raw samples, one JSON line per child
   --note         a sentence the report repeats (why a run departs from the defaults)
@@ -57,6 +57,7 @@ fn parse_child(arguments: &[String]) -> Result<(ChildConfig, PathBuf), String> {
         round: 0,
         dram_mebibytes: 256,
         redis_port: None,
+        memcached_port: None,
     };
     let mut directory = None;
     let mut at = 0;
@@ -73,6 +74,9 @@ fn parse_child(arguments: &[String]) -> Result<(ChildConfig, PathBuf), String> {
             }
             "--round" => config.round = number(value(arguments, &mut at, flag)?, flag)?,
             "--dram-mib" => config.dram_mebibytes = number(value(arguments, &mut at, flag)?, flag)?,
+            "--memcached-port" => {
+                config.memcached_port = Some(number(value(arguments, &mut at, flag)?, flag)?)
+            }
             "--redis-port" => {
                 config.redis_port = Some(number(value(arguments, &mut at, flag)?, flag)?)
             }

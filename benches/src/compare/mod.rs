@@ -13,6 +13,7 @@
 //! the same pairs in the same order, and none of them has to be held in memory.
 
 pub mod engines;
+pub mod memcached;
 pub mod physical;
 pub mod redis;
 pub mod report;

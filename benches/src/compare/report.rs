@@ -67,6 +67,7 @@ fn lease_p99(metric: &str) -> Option<&'static str> {
         "lease_pair_ns" => Some("lease_pair_p99_ns"),
         "lock_pair_ns" => Some("lock_pair_p99_ns"),
         "redis_pair_ns" => Some("redis_pair_p99_ns"),
+        "memcached_pair_ns" => Some("memcached_pair_p99_ns"),
         _ => None,
     }
 }
@@ -213,24 +214,32 @@ pub fn tables() -> Vec<Table> {
         Table {
             title: "Lease: acquire + release",
             workload: "lease",
-            rows: vec![("tenure", "lease_pair_ns"), ("redis", "redis_pair_ns")],
+            rows: vec![
+                ("tenure", "lease_pair_ns"),
+                ("redis", "redis_pair_ns"),
+                ("memcached", "memcached_pair_ns"),
+            ],
             p99: lease_p99,
             unit: Unit::Nanos,
             better: Better::Lower,
             what: "mean time per pair, 1 thread, 1,000 keys in turn: tenure \
                    `acquire_lease(15 s)` + `release_lease` (buffered store); redis-server \
                    `SET key id NX PX 15000` + `DEL key` over one loopback connection, \
-                   persistence off",
+                   persistence off; memcached `add key` (15 s expiry) + `delete key`, likewise",
         },
         Table {
             title: "Cache lock: get_and_lock + unlock",
             workload: "lease",
-            rows: vec![("tenure", "lock_pair_ns"), ("redis", "redis_pair_ns")],
+            rows: vec![
+                ("tenure", "lock_pair_ns"),
+                ("redis", "redis_pair_ns"),
+                ("memcached", "memcached_pair_ns"),
+            ],
             p99: lease_p99,
             unit: Unit::Nanos,
             better: Better::Lower,
-            what: "tenure `get_and_lock(15 s)` (returns the item) + `unlock`; redis: the same \
-                   `SET NX PX` + `DEL` pair as above",
+            what: "tenure `get_and_lock(15 s)` (returns the item) + `unlock`; redis and \
+                   memcached: the same pairs as above",
         },
         Table {
             title: "Machine limits: random DRAM read",

@@ -46,7 +46,7 @@ impl Options {
             dram_mebibytes: if quick { 128 } else { 512 },
             engines: EMBEDDED
                 .iter()
-                .chain(["redis", "raw"].iter())
+                .chain(["redis", "memcached", "raw"].iter())
                 .map(|engine| engine.to_string())
                 .collect(),
             workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
@@ -63,7 +63,7 @@ impl Options {
 fn participants(workload: &str, options: &Options) -> Vec<String> {
     let candidates: Vec<&str> = match workload {
         "kv" | "churn" => EMBEDDED.to_vec(),
-        "lease" => vec!["tenure", "redis"],
+        "lease" => vec!["tenure", "redis", "memcached"],
         "limits" => vec!["raw"],
         _ => vec![],
     };
@@ -98,6 +98,9 @@ fn run_child(
         .stderr(Stdio::inherit());
     if let Some(port) = config.redis_port {
         command.args(["--redis-port", &port.to_string()]);
+    }
+    if let Some(port) = config.memcached_port {
+        command.args(["--memcached-port", &port.to_string()]);
     }
     let _ = options;
     let output = match command.output() {
@@ -180,6 +183,28 @@ pub fn parent_main(options: &Options) -> i32 {
     }
     let redis_port = server.as_ref().map(|server| server.port);
     let redis_version = server.as_ref().map(|server| server.version.clone());
+    let wants_memcached = options.workloads.iter().any(|w| w == "lease")
+        && options.engines.iter().any(|e| e == "memcached");
+    let mut memcached = None;
+    if wants_memcached {
+        match super::memcached::Server::start() {
+            Ok(Some(started)) => memcached = Some(started),
+            Ok(None) => notes.push(
+                "memcached is not installed (`apt-get install -y memcached`): the memcached \
+                 rows are missing."
+                    .to_owned(),
+            ),
+            Err(error) => notes.push(format!("memcached did not start: {error}")),
+        }
+    }
+    let memcached_port = memcached.as_ref().map(|server| server.port);
+    let server_versions: Vec<String> = [
+        redis_version.clone(),
+        memcached.as_ref().map(|server| server.version.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
 
     let mut samples: Vec<Sample> = Vec::new();
     for round in 0..options.rounds {
@@ -192,7 +217,9 @@ pub fn parent_main(options: &Options) -> i32 {
             let shift = round % engines.len();
             engines.rotate_left(shift);
             for engine in engines {
-                if engine == "redis" && redis_port.is_none() {
+                if (engine == "redis" && redis_port.is_none())
+                    || (engine == "memcached" && memcached_port.is_none())
+                {
                     continue;
                 }
                 let config = ChildConfig {
@@ -207,6 +234,7 @@ pub fn parent_main(options: &Options) -> i32 {
                     round: round as u64,
                     dram_mebibytes: options.dram_mebibytes,
                     redis_port,
+                    memcached_port,
                 };
                 let directory = options
                     .directory
@@ -238,6 +266,9 @@ pub fn parent_main(options: &Options) -> i32 {
     if let Some(mut server) = server {
         server.stop();
     }
+    if let Some(mut server) = memcached {
+        server.stop();
+    }
     let machine_after = machine(&options.directory);
     let _ = std::fs::remove_dir_all(&options.directory);
 
@@ -249,7 +280,7 @@ pub fn parent_main(options: &Options) -> i32 {
         &samples,
         &machine_before,
         &machine_after,
-        redis_version.as_deref(),
+        &server_versions,
         &notes,
         elapsed,
     );
@@ -399,7 +430,7 @@ fn render(
     samples: &[Sample],
     before: &Machine,
     after: &Machine,
-    redis_version: Option<&str>,
+    server_versions: &[String],
     notes: &[String],
     elapsed: Duration,
 ) -> String {
@@ -420,7 +451,7 @@ fn render(
     let _ = writeln!(
         out,
         "- command: `{}` (built with `CARGO_TARGET_DIR=/tmp/target-compare cargo build --release \
-         -p tenure-benches --bin compare`)",
+         -p tenure-benches --features peers --bin compare`)",
         options.command_line
     );
     let _ = writeln!(
@@ -450,7 +481,11 @@ fn render(
         out,
         "- peers: {}; {}; {}",
         peer_versions(),
-        redis_version.unwrap_or("redis-server not run"),
+        if server_versions.is_empty() {
+            "no server run".to_owned()
+        } else {
+            server_versions.join("; ")
+        },
         command_output("rustc", &["--version"])
     );
     for note in notes {

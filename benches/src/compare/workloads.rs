@@ -9,7 +9,8 @@
 //!   sync; then the bytes on disk against the live bytes (key + value of what is left), with
 //!   the engine still open and again after closing it.
 //! - `lease` (tenure, redis): acquire + release of a lease and get_and_lock + unlock on
-//!   tenure; `SET key value NX PX 15000` + `DEL key` on redis-server over loopback.
+//!   tenure; `SET key value NX PX 15000` + `DEL key` on redis-server and `add key` (15 s
+//!   expiry) + `delete key` on memcached, both over loopback.
 //! - `limits` (raw): a random DRAM read and a 200 B pwrite + fdatasync.
 
 use std::path::Path;
@@ -35,6 +36,7 @@ pub struct ChildConfig {
     pub round: u64,
     pub dram_mebibytes: usize,
     pub redis_port: Option<u16>,
+    pub memcached_port: Option<u16>,
 }
 
 /// Runs the workload in `directory` (which it creates and leaves for the caller to remove).
@@ -44,6 +46,7 @@ pub fn run(config: &ChildConfig, directory: &Path) -> Result<Metrics> {
         ("churn", engine) => churn(config, engine, directory),
         ("lease", "tenure") => tenure_leases(config, directory),
         ("lease", "redis") => redis_leases(config),
+        ("lease", "memcached") => memcached_leases(config),
         ("limits", "raw") => Ok(super::physical::measure(
             directory,
             config.dram_mebibytes,
@@ -378,6 +381,39 @@ fn redis_leases(config: &ChildConfig) -> Result<Metrics> {
         if pass == 1 {
             metrics.insert("redis_pair_ns".into(), latencies.mean());
             metrics.insert("redis_pair_p99_ns".into(), latencies.quantile(0.99));
+        }
+    }
+    if let Some(error) = failed {
+        return Err(error.into());
+    }
+    Ok(metrics)
+}
+
+fn memcached_leases(config: &ChildConfig) -> Result<Metrics> {
+    let port = config
+        .memcached_port
+        .ok_or("the memcached rows need --memcached-port")?;
+    let mut client = super::memcached::Client::connect(port)?;
+    let keys: Vec<Vec<u8>> = (0..LEASE_KEYS)
+        .map(|index| format!("lease:{index:06}").into_bytes())
+        .collect();
+    // A 16-byte holder id, as a lease id would be.
+    let holder = b"0123456789abcdef";
+    let mut metrics = Metrics::new();
+    let mut failed: Option<String> = None;
+    for pass in 0..2 {
+        let latencies = Latencies::measure(config.measure, |done| {
+            let key = &keys[(done % LEASE_KEYS) as usize];
+            let added = client.add(key, holder, 15);
+            let deleted = client.delete(key);
+            match (added, deleted) {
+                (Ok(true), Ok(true)) => {}
+                (added, deleted) => failed = Some(format!("add → {added:?}, delete → {deleted:?}")),
+            }
+        });
+        if pass == 1 {
+            metrics.insert("memcached_pair_ns".into(), latencies.mean());
+            metrics.insert("memcached_pair_p99_ns".into(), latencies.quantile(0.99));
         }
     }
     if let Some(error) = failed {
