@@ -58,7 +58,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// How long each workload runs, in milliseconds (1..=600000).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     pub duration_ms: u64,
     /// Workloads to run, comma-separated.
     #[arg(
@@ -69,10 +69,10 @@ pub struct BenchArgs {
     )]
     pub workloads: Vec<Workload>,
     /// Items preloaded and cycled through (1..=1000000).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     pub keys: u64,
     /// Value size in bytes (0..=1048576).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true)]
     pub value_size: usize,
     #[arg(long, value_enum, default_value = "sync")]
     pub durability: DurabilityArg,

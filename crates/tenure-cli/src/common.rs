@@ -226,7 +226,7 @@ pub struct ConditionArgs {
     #[arg(long, value_name = "TIME")]
     pub if_unmodified_since: Option<String>,
     /// Only if the item is at exactly this version (the cache's versioned put; writes only).
-    #[arg(long, value_name = "VERSION")]
+    #[arg(long, value_name = "VERSION", allow_negative_numbers = true)]
     pub if_version: Option<u64>,
 }
 

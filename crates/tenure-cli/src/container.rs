@@ -14,7 +14,7 @@ pub enum ContainerCommand {
         store: StoreDir,
         name: String,
         /// Items expire this many seconds after their last write unless they set a TTL.
-        #[arg(long, value_name = "SECONDS")]
+        #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
         default_ttl: Option<u32>,
         /// Metadata NAME=VALUE (repeat).
         #[arg(long, value_name = "NAME=VALUE")]

@@ -28,7 +28,7 @@ pub struct DemoArgs {
     #[arg(default_value = "tenure-demo")]
     pub dir: PathBuf,
     /// Length of the whole throughput run in milliseconds (split over its three workloads).
-    #[arg(long, default_value_t = 3000)]
+    #[arg(long, default_value_t = 3000, allow_negative_numbers = true)]
     pub duration_ms: u64,
     /// A fast run for tests: fewer race rounds and a 300 ms throughput run.
     #[arg(long)]

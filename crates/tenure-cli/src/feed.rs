@@ -11,7 +11,12 @@ pub struct ChangesArgs {
     #[command(flatten)]
     pub store: StoreDir,
     /// Changes after this version (0 = from the start of the retained log).
-    #[arg(long, value_name = "VERSION", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "VERSION",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
     pub since: u64,
     /// Only this container's changes.
     #[arg(long)]
@@ -20,7 +25,7 @@ pub struct ChangesArgs {
     #[arg(long)]
     pub values: bool,
     /// At most this many changes (1..=1000000).
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, allow_negative_numbers = true)]
     pub max: usize,
 }
 

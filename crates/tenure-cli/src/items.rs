@@ -74,7 +74,7 @@ pub struct ListArgs {
     #[arg(long, default_value = "")]
     pub prefix: String,
     /// Items per page (1..=10000).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     pub page_size: usize,
     /// Continue from this token (from an earlier --single-page listing).
     #[arg(long, value_name = "TOKEN")]

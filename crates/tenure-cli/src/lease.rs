@@ -61,7 +61,7 @@ pub enum LeaseCommand {
         #[command(flatten)]
         target: Target,
         /// 0..=60 seconds; without it a fixed lease breaks at its end, an infinite one at once.
-        #[arg(long, value_name = "SECONDS")]
+        #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
         break_period: Option<u32>,
     },
     /// The lease's state, id, fence, time left and holder.

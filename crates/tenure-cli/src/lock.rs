@@ -17,7 +17,7 @@ pub enum LockCommand {
         container: String,
         key: String,
         /// How long the lock lasts, in seconds (> 0; fractions allowed).
-        #[arg(long, value_name = "SECONDS")]
+        #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
         timeout: f64,
         /// Lock the key even if no item exists (put-and-unlock then creates it).
         #[arg(long)]

@@ -711,7 +711,9 @@ pub fn repair(
         backup = directory.join(format!("repair-backup-{seconds}-{attempt}"));
         attempt += 1;
     }
-    std::fs::create_dir(&backup).map_err(|error| Error::io(&backup, "create directory", error))?;
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(&backup)
+        .map_err(|error| Error::io(&backup, "create directory", error))?;
     let old_superblock = directory.join(SUPERBLOCK_FILE);
     if old_superblock.exists() {
         rename(&old_superblock, &backup.join(SUPERBLOCK_FILE))?;
