@@ -124,126 +124,156 @@ pub fn run(args: &DemoArgs, output: &Output) -> CliResult {
     common::ok()
 }
 
-fn optimistic(store: &Store) -> CliResult<()> {
+/// One step of the story: what someone did, and what happened, in two columns.
+fn say(action: impl std::fmt::Display, outcome: impl std::fmt::Display) {
+    println!("   {:<50} -> {outcome}", action.to_string());
+}
+
+fn note(text: impl std::fmt::Display) {
+    println!("   {text}");
+}
+
+fn heading(text: &str) {
     println!();
-    println!(
-        "1. Optimistic concurrency: two writers, one ETag (Azure Blob If-Match, Cosmos DB _etag)"
+    println!("{text}");
+}
+
+fn optimistic(store: &Store) -> CliResult<()> {
+    heading(
+        "1. Optimistic concurrency: two writers, one ETag (Azure Blob If-Match, Cosmos DB _etag)",
     );
     store.create_container("inventory", &ContainerOptions::default())?;
     let key = b"RadioInventory";
     let etag = store.put("inventory", key, b"count=10", &WriteOptions::default())?;
-    println!("   put inventory/RadioInventory = count=10                  -> ETag {etag}");
-    println!("   Alice and Bob both read it at ETag {etag}");
+    say(
+        "put inventory/RadioInventory count=10",
+        format!("ok, ETag {etag}"),
+    );
+    note(format!("Alice and Bob both read it at ETag {etag}"));
     let if_match = |etag: ETag| WriteOptions::with_conditions(Conditions::if_match(etag));
     let alice = store.put("inventory", key, b"count=9", &if_match(etag))?;
-    println!("   Alice: put count=9 --if-match {etag}   -> ok, ETag {alice}");
+    say(
+        format!("Alice: put count=9 --if-match {etag}"),
+        format!("ok, ETag {alice}"),
+    );
     let bob = store.put("inventory", key, b"count=9", &if_match(etag));
     let current = bob.as_ref().err().and_then(Error::current_etag);
-    println!(
-        "   Bob:   put count=9 --if-match {etag}   -> {}, current ETag {}",
-        code_of(bob),
-        current.map(|etag| etag.to_string()).unwrap_or_default()
+    say(
+        format!("Bob:   put count=9 --if-match {etag}"),
+        format!(
+            "{}, current ETag {}",
+            code_of(bob),
+            current.map(|etag| etag.to_string()).unwrap_or_default()
+        ),
     );
     let fresh = store.get("inventory", key, &ReadOptions::default())?;
-    let bob = store.put("inventory", key, b"count=8", &if_match(fresh.etag))?;
-    println!(
-        "   Bob re-reads ({}) and retries: put count=8 --if-match {} -> ok, ETag {bob}",
+    note(format!(
+        "Bob re-reads: {} at ETag {}",
         text(&fresh),
         fresh.etag
+    ));
+    let bob = store.put("inventory", key, b"count=8", &if_match(fresh.etag))?;
+    say(
+        format!("Bob:   put count=8 --if-match {}", fresh.etag),
+        format!("ok, ETag {bob}"),
     );
-    println!("   (no update is lost: Bob's stale write was refused, not applied over Alice's)");
+    note("no update is lost: Bob's stale write was refused, not applied over Alice's");
     Ok(())
 }
 
 fn lease(store: &Store) -> CliResult<()> {
-    println!();
-    println!("2. Pessimistic concurrency: a lease on the item (Azure blob lease)");
+    heading("2. Pessimistic concurrency: a lease on the item (Azure blob lease)");
     let key = b"RadioInventory";
     let lease = store.acquire_lease("inventory", key, &LeaseRequest::seconds(15)?)?;
-    println!(
-        "   holder: acquire a 15 s lease                             -> ok, fence {}",
-        lease.fence
+    say(
+        "holder: acquire a 15 s lease",
+        format!("ok, fence {}", lease.fence),
     );
     let writer = store.put("inventory", key, b"count=0", &WriteOptions::default());
-    println!(
-        "   writer without the lease id: put count=0                 -> {}",
-        code_of(writer)
-    );
+    say("writer without the lease id: put count=0", code_of(writer));
     let with_lease = WriteOptions {
         lease_id: Some(lease.id),
         ..WriteOptions::default()
     };
     let etag = store.put("inventory", key, b"count=7", &with_lease)?;
-    println!("   holder: put count=7 --lease-id <its id>                  -> ok, ETag {etag}");
+    say(
+        "holder: put count=7 --lease-id <its id>",
+        format!("ok, ETag {etag}"),
+    );
     let left = store.break_lease("inventory", key, Some(0))?;
-    println!("   operator: break the lease, break period 0               -> broken, {} s until it can be re-acquired", left.as_secs());
+    say(
+        "operator: break the lease, break period 0",
+        format!(
+            "broken, {} s until it can be acquired again",
+            left.as_secs()
+        ),
+    );
     let late = store.put("inventory", key, b"count=6", &with_lease);
-    println!(
-        "   holder (still thinks it holds it): put --lease-id       -> {}",
-        code_of(late)
+    say(
+        "holder, unaware: put count=6 --lease-id <its id>",
+        code_of(late),
     );
     let etag = store.put("inventory", key, b"count=6", &WriteOptions::default())?;
-    println!("   writer without the lease id: put count=6                 -> ok, ETag {etag} (the broken lease is cleared)");
+    say(
+        "writer without the lease id: put count=6",
+        format!("ok, ETag {etag} (the broken lease is cleared)"),
+    );
     Ok(())
 }
 
 fn cache(store: &Store) -> CliResult<()> {
-    println!();
-    println!("3. A cache shared by two clients (AppFabric DataCache): versions, then get-and-lock");
+    heading("3. A cache shared by two clients (AppFabric DataCache): versions, then get-and-lock");
     store.create_container("cache", &ContainerOptions::default())?;
     let key = b"RadioInventory";
     store.put("cache", key, b"radios=12", &WriteOptions::default())?;
     let seen = store.get("cache", key, &ReadOptions::default())?;
     let version = seen.version;
-    println!(
-        "   client 1 and client 2 both get RadioInventory = {} at version {version}",
+    note(format!(
+        "client 1 and client 2 both get cache/RadioInventory = {} at version {version}",
         text(&seen)
-    );
+    ));
     let versioned = |version| WriteOptions::with_conditions(Conditions::if_version(version));
     let one = store.put("cache", key, b"radios=11", &versioned(version))?;
-    println!(
-        "   client 1: put radios=11 --if-version {version}             -> ok, version {}",
-        one.version()
+    say(
+        format!("client 1: put radios=11 --if-version {version}"),
+        format!("ok, version {}", one.version()),
     );
     let two = store.put("cache", key, b"radios=11", &versioned(version));
-    println!(
-        "   client 2: put radios=11 --if-version {version}             -> {}",
-        code_of(two)
+    say(
+        format!("client 2: put radios=11 --if-version {version}"),
+        code_of(two),
     );
 
     let (item, handle) = store.get_and_lock("cache", key, Duration::from_secs(30), false)?;
     let item = item.map(|item| text(&item)).unwrap_or_default();
-    println!("   client 1: get-and-lock for 30 s                         -> ok, {item}, locked");
-    let other = store.get_and_lock("cache", key, Duration::from_secs(30), false);
-    println!(
-        "   client 2: get-and-lock                                  -> {}",
-        code_of(other)
+    say(
+        "client 1: get-and-lock for 30 s",
+        format!("ok, {item}, locked"),
     );
+    let other = store.get_and_lock("cache", key, Duration::from_secs(30), false);
+    say("client 2: get-and-lock", code_of(other));
     let plain = store.get("cache", key, &ReadOptions::default())?;
-    println!(
-        "   client 2: plain get (never blocked by a lock)           -> ok, {}",
-        text(&plain)
+    say(
+        "client 2: plain get (a lock never blocks reads)",
+        format!("ok, {}", text(&plain)),
     );
     let etag = store.put_and_unlock("cache", key, b"radios=10", handle, Default::default())?;
-    println!(
-        "   client 1: put-and-unlock radios=10                      -> ok, version {}, unlocked",
-        etag.version()
+    say(
+        "client 1: put-and-unlock radios=10",
+        format!("ok, version {}, unlocked", etag.version()),
     );
     let (item, handle) = store.get_and_lock("cache", key, Duration::from_secs(30), false)?;
     let item = item.map(|item| text(&item)).unwrap_or_default();
-    println!("   client 2: get-and-lock                                  -> ok now, {item}");
+    say("client 2: get-and-lock", format!("ok now, {item}"));
     store.unlock("cache", key, handle, None)?;
-    println!("   client 2: unlock                                        -> ok");
+    say("client 2: unlock", "ok");
     Ok(())
 }
 
 /// The Cosmos DB loop: read a container page by page and save the continuation token after
 /// each page with `update()`, so a restarted reader resumes where it stopped.
 fn paging(store: Store, dir: &Path) -> CliResult<Store> {
-    println!();
-    println!(
-        "4. Documents: paging with a saved continuation token (Cosmos DB), saved with update()"
-    );
+    heading("4. Documents: paging, the continuation token saved with update() (Cosmos DB)");
     store.create_container("orders", &ContainerOptions::default())?;
     store.create_container("checkpoints", &ContainerOptions::default())?;
     let mut batch = store.batch();
@@ -264,15 +294,17 @@ fn paging(store: Store, dir: &Path) -> CliResult<Store> {
         WriteOptions::default(),
     );
     let version = batch.commit()?;
-    println!("   7 orders and an empty checkpoint written in one batch    -> version {version}");
+    say(
+        "batch: 7 orders and an empty checkpoint",
+        format!("committed at version {version}"),
+    );
     let mut store = store;
-    let mut page_number = 0;
-    loop {
+    // Bounded: 7 orders in pages of 3 take 3 pages.
+    for page_number in 1..=10 {
         let checkpoint = store.get("checkpoints", b"orders-reader", &ReadOptions::default())?;
         let token = checkpoint.value.filter(|token| !token.is_empty());
         let token = token.map(|token| String::from_utf8_lossy(&token).into_owned());
         let page = store.list("orders", b"", 3, token.as_deref(), false)?;
-        page_number += 1;
         let keys: Vec<String> = page
             .items
             .iter()
@@ -282,86 +314,79 @@ fn paging(store: Store, dir: &Path) -> CliResult<Store> {
         let saved = store.update("checkpoints", b"orders-reader", 10, |_| {
             next.clone().into_bytes()
         })?;
-        match &page.continuation {
-            Some(_) => println!(
-                "   page {page_number}: {:<35} -> token saved, checkpoint ETag {}",
-                keys.join(" "),
-                saved.etag
-            ),
-            None => {
-                println!(
-                    "   page {page_number}: {:<35} -> last page, checkpoint cleared (ETag {})",
-                    keys.join(" "),
-                    saved.etag
-                );
-                break;
-            }
+        let action = format!("page {page_number}: {}", keys.join(" "));
+        if page.continuation.is_none() {
+            say(
+                action,
+                format!("last page; checkpoint cleared, ETag {}", saved.etag),
+            );
+            break;
         }
+        say(
+            action,
+            format!("token saved, checkpoint ETag {}", saved.etag),
+        );
         if page_number == 1 {
             store.close()?;
             store = Store::open(dir, common::store_options())?;
-            println!("   (the reader restarts: store closed and reopened; it resumes from the saved token)");
-        }
-        if page_number > 10 {
-            break;
+            note("the reader restarts (store closed and reopened) and resumes from its token");
         }
     }
     Ok(store)
 }
 
 fn time_travel(store: &Store, clock: &ManualClock) -> CliResult<()> {
-    println!();
-    println!(
-        "5. Time passes: a second store (DIR/scratch) whose clock the demo moves, no sleeping"
-    );
+    heading("5. Time passes, without sleeping: a second store (DIR/scratch) on a manual clock");
     store.create_container("jobs", &ContainerOptions::default())?;
     let key = b"nightly-report";
     store.put("jobs", key, b"pending", &WriteOptions::default())?;
     let first = store.acquire_lease("jobs", key, &LeaseRequest::seconds(60)?)?;
-    println!(
-        "   worker A: acquire a 60 s lease                           -> ok, fence {}",
-        first.fence
+    say(
+        "worker A: acquire a 60 s lease",
+        format!("ok, fence {}", first.fence),
     );
     let left = store.break_lease("jobs", key, Some(10))?;
-    println!(
-        "   operator: break with a 10 s break period                 -> breaking, {} s left",
-        left.as_secs()
+    say(
+        "operator: break it with a 10 s break period",
+        format!("breaking, {} s left", left.as_secs()),
     );
     let early = store.acquire_lease("jobs", key, &LeaseRequest::seconds(60)?);
-    println!(
-        "   worker B: acquire                                        -> {}",
-        code_of(early)
-    );
+    say("worker B: acquire", code_of(early));
     clock.advance_seconds(10);
     let info = store.lease_info("jobs", key)?;
-    println!(
-        "   (clock +10 s) lease state                                -> {}",
-        crate::lease::state_name(info.state)
+    say(
+        "(clock +10 s) lease show",
+        crate::lease::state_name(info.state),
     );
     let second = store.acquire_lease("jobs", key, &LeaseRequest::seconds(60)?)?;
-    println!(
-        "   worker B: acquire                                        -> ok, fence {} (> {}: a stale holder can be fenced off)",
-        second.fence, first.fence
+    say(
+        "worker B: acquire",
+        format!(
+            "ok, fence {} > {}: a stale holder can be fenced off",
+            second.fence, first.fence
+        ),
     );
     store.release_lease("jobs", key, second.id)?;
 
     let (_, _lost_handle) = store.get_and_lock("jobs", key, Duration::from_secs(30), false)?;
-    println!("   client C: get-and-lock for 30 s, then crashes holding it");
-    let blocked = store.get_and_lock("jobs", key, Duration::from_secs(30), false);
-    println!(
-        "   client D: get-and-lock                                   -> {}",
-        code_of(blocked)
+    say(
+        "client C: get-and-lock for 30 s, then crashes",
+        "ok, locked",
     );
+    let blocked = store.get_and_lock("jobs", key, Duration::from_secs(30), false);
+    say("client D: get-and-lock", code_of(blocked));
     clock.advance_seconds(30);
     let (_, handle) = store.get_and_lock("jobs", key, Duration::from_secs(30), false)?;
-    println!("   (clock +30 s) client D: get-and-lock                     -> ok: the lock timed out by itself");
+    say(
+        "(clock +30 s) client D: get-and-lock",
+        "ok: C's lock timed out by itself",
+    );
     store.put_and_unlock("jobs", key, b"done", handle, Default::default())?;
     Ok(())
 }
 
 fn races(store: &Store, rounds: u64) -> CliResult<()> {
-    println!();
-    println!("6. Real races, two threads (same second store)");
+    heading("6. Real races between two threads (on the second store)");
     store.create_container("race", &ContainerOptions::default())?;
     let key = b"contested";
     store.put("race", key, b"0", &WriteOptions::default())?;
@@ -419,11 +444,14 @@ fn races(store: &Store, rounds: u64) -> CliResult<()> {
     {
         return Err(error.into());
     }
-    println!(
-        "   {rounds} rounds, both threads put with the same ETag each round -> {} wins, {} ConditionNotMet, {} rounds with two winners",
-        wins.load(Ordering::Acquire),
-        refusals.load(Ordering::Acquire),
-        double_wins.load(Ordering::Acquire)
+    say(
+        format!("{rounds} rounds: both put --if-match the same ETag"),
+        format!(
+            "{} wins, {} ConditionNotMet, {} rounds with two winners",
+            wins.load(Ordering::Acquire),
+            refusals.load(Ordering::Acquire),
+            double_wins.load(Ordering::Acquire)
+        ),
     );
 
     store.put("race", b"counter", b"0", &WriteOptions::default())?;
@@ -453,19 +481,18 @@ fn races(store: &Store, rounds: u64) -> CliResult<()> {
         Ok(())
     })?;
     let counter = store.get("race", b"counter", &ReadOptions::default())?;
-    println!(
-        "   2 threads x {per_thread} update(): add 1 to a counter (read, write --if-match, retry) -> counter = {} (no lost update)",
-        text(&counter)
+    say(
+        format!("both add 1 to a counter {per_thread} times with update()"),
+        format!("counter = {} (no lost update)", text(&counter)),
     );
     Ok(())
 }
 
 fn throughput(store: &Store, output: &Output, total: Duration) -> CliResult<()> {
-    println!();
-    println!(
-        "7. Throughput, one thread, sync durability, {} ms",
+    heading(&format!(
+        "7. Throughput on the demo store: one thread, {} ms, sync durability (each write waits for fdatasync)",
         total.as_millis()
-    );
+    ));
     let workloads = [Workload::Get, Workload::ConditionalPut, Workload::Lease];
     let each = total / workloads.len() as u32;
     let mut bed = bench::prepare(store, "throughput", 1000, 100)?;
@@ -486,10 +513,9 @@ fn throughput(store: &Store, output: &Output, total: Duration) -> CliResult<()> 
     }
     bar.finish_and_clear();
     for measurement in &measurements {
-        println!(
-            "   {:<24} {:>10.0} ops/s",
+        say(
             measurement.workload.name(),
-            measurement.per_second()
+            format!("{:>9.0} ops/s", measurement.per_second()),
         );
     }
     Ok(())

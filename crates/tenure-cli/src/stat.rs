@@ -59,7 +59,7 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
     println!("items:          {}", stats.items);
     println!("item versions:  {}", stats.item_versions);
     println!(
-        "segments:       {} x {} bytes ({} bytes allocated)",
+        "segments:       {} (segment size {} bytes, {} bytes allocated)",
         stats.segments, stats.segment_size_bytes, stats.allocated_bytes
     );
     println!("log bytes:      {}", stats.log_bytes);

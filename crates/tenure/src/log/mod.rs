@@ -451,6 +451,11 @@ impl Log {
             .sum()
     }
 
+    /// Segment files of the log (a segment covers one slot, or several for a large record).
+    pub fn segment_count(&self) -> usize {
+        self.shared.segments.all().len()
+    }
+
     /// Syncs everything complete and returns once it is durable.
     pub fn flush(&self) -> Result<()> {
         let (version, _) = unpack(self.shared.completed.load(Ordering::Acquire));
