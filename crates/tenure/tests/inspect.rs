@@ -318,6 +318,91 @@ fn a_record_that_no_longer_applies_is_dropped_so_the_store_opens() {
 }
 
 #[test]
+fn the_versions_of_a_lost_last_record_are_never_handed_out_again() {
+    let dir = directory("lost-tail");
+    let store = Store::open(&dir, options()).unwrap();
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let mut last = ETag(0);
+    for key in 0..10u32 {
+        last = store
+            .put(
+                "c",
+                &key.to_be_bytes(),
+                &value(key, 0, 50),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    store.close().unwrap();
+    let (path, at) = find(&dir, b"<key 0009 round 0>");
+    flip(&path, at + 1);
+    let report = verify(&dir);
+    assert_eq!(report.problems.len(), 1, "{report:#?}");
+    assert_eq!(report.last_version, Some(last.version() - 1));
+    tenure::repair(&dir, &mut |_, _| {}).unwrap();
+    assert!(verify(&dir).is_clean());
+    let store = Store::open(&dir, options()).unwrap();
+    assert!(store
+        .get("c", &9u32.to_be_bytes(), &ReadOptions::default())
+        .is_err());
+    // A reader may have seen the lost write's ETag (or processed its change): its version
+    // must not come back for another write.
+    let etag = store
+        .put("c", b"new", b"after repair", &WriteOptions::default())
+        .unwrap();
+    assert!(etag.version() > last.version(), "{etag} vs {last}");
+    store.close().unwrap();
+}
+
+#[test]
+fn a_hole_of_thousands_of_versions_is_filled_with_abort_records() {
+    let dir = directory("big-hole");
+    let options = StoreOptions {
+        segment_size_bytes: 512 << 10,
+        ..options()
+    };
+    let store = Store::open(&dir, options.clone()).unwrap();
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let mut last = ETag(0);
+    for key in 0..16_000u32 {
+        last = store
+            .put("c", &key.to_be_bytes(), b"v", &WriteOptions::default())
+            .unwrap();
+    }
+    store.close().unwrap();
+    let segment = dir.join("segment-0000000000000001.log");
+    assert!(dir.join("segment-0000000000000002.log").is_file());
+    std::fs::remove_file(&segment).unwrap();
+    let report = verify(&dir);
+    assert!(report.versions_lost > 4096, "{report:#?}");
+    let repaired = tenure::repair(&dir, &mut |_, _| {}).unwrap();
+    assert!(repaired.rewritten);
+    let after = verify(&dir);
+    assert!(after.is_clean(), "{after:#?}");
+    assert_eq!(after.last_version, report.last_version);
+    let store = Store::open(&dir, options).unwrap();
+    let first = store
+        .get("c", &0u32.to_be_bytes(), &ReadOptions::default())
+        .unwrap();
+    assert_eq!(first.version, 2);
+    let newest = store
+        .get("c", &15_999u32.to_be_bytes(), &ReadOptions::default())
+        .unwrap();
+    assert_eq!(newest.etag, last);
+    let page = store.list("c", b"", 10_000, None, false).unwrap();
+    assert!(page.items.len() < 16_000 - 4096);
+    let etag = store
+        .put("c", b"next", b"v", &WriteOptions::default())
+        .unwrap();
+    assert_eq!(etag.version(), last.version() + 1);
+    store.close().unwrap();
+}
+
+#[test]
 fn stats_count_items_leases_locks_and_bytes() {
     let dir = directory("stats");
     let store = Store::open(&dir, options()).unwrap();

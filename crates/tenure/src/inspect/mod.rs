@@ -105,6 +105,10 @@ struct Loaded {
     report: VerifyReport,
     /// Names of every segment file in the directory (repair moves them all).
     segment_names: Vec<String>,
+    /// After a scan: a version no lost record can have reached — the next after the last
+    /// good one, plus one per 24 bytes (the smallest record) lost after it. Repair continues
+    /// the log there, so no version a reader may have seen is handed out again.
+    next_version_bound: Version,
     _lock: Box<dyn std::any::Any + Send + Sync>,
 }
 
@@ -244,6 +248,7 @@ fn load(directory: &Path) -> Result<Loaded> {
         files,
         report,
         segment_names: segment_names.into_iter().map(|(_, name)| name).collect(),
+        next_version_bound: 1,
         _lock: lock,
     })
 }
@@ -252,8 +257,6 @@ fn load(directory: &Path) -> Result<Loaded> {
 struct GoodRecord<'a> {
     header: RecordHeader,
     payload: &'a [u8],
-    file: &'a Path,
-    local_offset: u64,
     global_offset: u64,
 }
 
@@ -306,6 +309,7 @@ fn scan(
     let mut file_index = 0usize;
     let mut scanned_before = 0u64;
     let mut reported = 0u64;
+    let mut lost_bytes_after_last_record = 0u64;
     progress(0, total);
     loop {
         while files
@@ -323,6 +327,7 @@ fn scan(
                      segment file missing or damaged"
                 );
                 report.problems.push(problem(missing, 0, reason));
+                lost_bytes_after_last_record += watermark - position;
             }
             break;
         };
@@ -336,6 +341,7 @@ fn scan(
             let missing = loaded.directory.join(Segment::file_name(position / slot));
             let reason = format!("segment file missing: log offsets {position}..{start} lost");
             report.problems.push(problem(missing, 0, reason));
+            lost_bytes_after_last_record += start - position;
             position = start;
             expected = None;
             continue;
@@ -370,12 +376,11 @@ fn scan(
                 }
                 report.first_version.get_or_insert(header.version);
                 last_version = Some(header.version);
+                lost_bytes_after_last_record = 0;
                 expected = Some(header.version + 1);
                 let good = GoodRecord {
                     header,
                     payload,
-                    file: &file.path,
-                    local_offset: local,
                     global_offset: position,
                 };
                 match header.kind {
@@ -427,6 +432,7 @@ fn scan(
                     ),
                 };
                 report.problems.push(problem(&file.path, local, reason));
+                lost_bytes_after_last_record += resumed.unwrap_or(limit) - position;
                 position = resumed.unwrap_or(end);
                 expected = None;
             }
@@ -434,6 +440,10 @@ fn scan(
     }
     report.last_version = last_version;
     report.log_end = position;
+    let next = last_version
+        .map_or(1, |last| last + 1)
+        .max(expected.unwrap_or(1));
+    loaded.next_version_bound = next + lost_bytes_after_last_record.div_ceil(HEADER_BYTES as u64);
     report.bytes_scanned = total;
     progress(total, total);
     Ok(())

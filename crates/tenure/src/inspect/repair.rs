@@ -12,7 +12,9 @@ use crate::log::segment::Segment;
 use crate::log::superblock::{self, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
 use crate::storage::{FileStorage, Storage, StorageFile};
 
-/// Repair refuses to fill a hole of more versions than this with `Abort` records.
+/// Repair fills a hole of lost versions with `Abort` records (24 bytes each: the recovery
+/// scan needs consecutive versions, and a `SegmentEnd` must announce the expected one), and
+/// refuses a hole of more versions than this.
 const MAX_VERSION_GAP: u64 = 1 << 24;
 
 /// What [`repair`] did.
@@ -103,20 +105,32 @@ impl LogWriter {
         Ok(())
     }
 
-    /// Appends a kept record, after `Abort`s for any versions lost before it.
-    fn keep(&mut self, record: &GoodRecord<'_>) -> Result<()> {
-        let version = record.header.version;
-        let from = self.next_version.unwrap_or(version);
-        if version - from > MAX_VERSION_GAP {
-            return Err(Error::corruption(
-                record.file,
-                record.local_offset,
-                format!("refusing to fill a hole of {} versions", version - from),
-            ));
+    /// Moves the log on to `version` with an `Abort` record for every version in between.
+    fn jump_to(&mut self, version: Version) -> Result<()> {
+        let from = self.next_version.unwrap_or(1);
+        if version <= from {
+            return Ok(());
         }
-        self.generation = self.generation.max(record.header.generation);
+        if version - from > MAX_VERSION_GAP {
+            let path = self.storage.path().to_path_buf();
+            let reason = format!(
+                "refusing to fill a hole of {} versions (at most {MAX_VERSION_GAP})",
+                version - from
+            );
+            return Err(Error::corruption(path, self.tail, reason));
+        }
         for lost in from..version {
             self.append(lost, RecordKind::Abort, &[])?;
+        }
+        Ok(())
+    }
+
+    /// Appends a kept record, after the versions lost before it.
+    fn keep(&mut self, record: &GoodRecord<'_>) -> Result<()> {
+        let version = record.header.version;
+        self.generation = self.generation.max(record.header.generation);
+        if self.next_version.is_some() {
+            self.jump_to(version)?;
         }
         self.append(version, RecordKind::Data, record.payload)
     }
@@ -188,6 +202,9 @@ pub fn repair(
         }
         Ok(verdict)
     })?;
+    // Versions a lost record may have taken are never handed out again (ETags, fences and
+    // change-feed positions stay unique).
+    writer.jump_to(loaded.next_version_bound)?;
     for (name, file) in &writer.written {
         file.sync_data()
             .map_err(|error| Error::io(staging.join(name), "fdatasync", error))?;
