@@ -677,7 +677,7 @@ fn compact_removes_sealed_segments_and_keeps_every_item() {
                     .expect("put");
             }
         }
-        store.close().expect("close");
+        support::close(store);
     }
     let dir = text(&dir);
     let before = tenure(&["--json", "stat", &dir]).expect(0).json();

@@ -238,7 +238,7 @@ fn a_store_open_in_another_process_is_store_locked() {
         .get("docs", b"key-1", &Default::default())
         .expect("get");
     assert_eq!(item.value.as_deref(), Some(&b"value-1"[..]));
-    store.close().expect("close");
+    support::close(store);
     tenure(&["stat", &path]).expect(0);
 }
 

@@ -94,5 +94,5 @@ fn the_demo_refuses_while_its_store_is_open() {
     let run = tenure(&["demo", &text(&dir), "--quick"]).expect(4);
     assert!(run.stderr.contains("StoreLocked"), "{}", run.stderr);
     assert!(store.list_containers().expect("still there").len() >= 4);
-    store.close().expect("close");
+    support::close(store);
 }

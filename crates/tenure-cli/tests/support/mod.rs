@@ -5,6 +5,28 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+/// Held while a child is spawned and while a test closes a store it opened in-process.
+///
+/// A child forked by one test thread holds copies of the test process's file descriptors
+/// until it execs — among them a store's LOCK file that another test thread has open, so
+/// that thread's store could still look locked to its next `tenure` child after closing.
+/// `spawn` returns only once the child has exec'd (and so dropped the copies), so no fork is
+/// in flight while a store closes.
+static SPAWN: Mutex<()> = Mutex::new(());
+
+fn spawn_lock() -> std::sync::MutexGuard<'static, ()> {
+    SPAWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Closes a store opened in the test process (see [`SPAWN`]).
+pub fn close(store: tenure::Store) {
+    let _spawning = spawn_lock();
+    store.close().expect("close");
+}
 
 pub struct Run {
     pub code: i32,
@@ -35,6 +57,7 @@ pub fn tenure(args: &[&str]) -> Run {
 }
 
 pub fn tenure_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let spawning = spawn_lock();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tenure"))
         .args(args)
         .stdin(if stdin.is_some() {
@@ -46,6 +69,7 @@ pub fn tenure_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the tenure binary runs");
+    drop(spawning);
     if let Some(bytes) = stdin {
         child
             .stdin
@@ -88,7 +112,7 @@ pub fn store_with_items(name: &str, count: usize) -> PathBuf {
             )
             .expect("put");
     }
-    store.close().expect("close");
+    close(store);
     dir
 }
 
