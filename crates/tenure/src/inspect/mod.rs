@@ -272,6 +272,10 @@ struct Order {
 /// Decodes the record at the start of `bytes` and checks that it continues the log.
 fn checked(bytes: &[u8], order: Order) -> std::result::Result<(RecordHeader, &[u8]), &'static str> {
     let (header, payload) = record::decode(bytes)?;
+    if header.version == Version::MAX {
+        // Hostile bytes with a valid checksum: no log reaches this version.
+        return Err("record version out of range");
+    }
     if header.generation > order.current_generation || header.generation < order.previous_generation
     {
         return Err("record generation out of order (stale bytes past an earlier cut)");
@@ -443,7 +447,8 @@ fn scan(
     let next = last_version
         .map_or(1, |last| last + 1)
         .max(expected.unwrap_or(1));
-    loaded.next_version_bound = next + lost_bytes_after_last_record.div_ceil(HEADER_BYTES as u64);
+    loaded.next_version_bound =
+        next.saturating_add(lost_bytes_after_last_record.div_ceil(HEADER_BYTES as u64));
     report.bytes_scanned = total;
     progress(total, total);
     Ok(())
