@@ -449,17 +449,6 @@ pub fn progress_bar(output: &Output, total: u64, message: &str, bytes: bool) -> 
     bar
 }
 
-/// A spinner for work without a known size.
-pub fn spinner(output: &Output, message: &str) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(None, draw_target(output));
-    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
-        bar.set_style(style);
-    }
-    bar.set_message(message.to_owned());
-    bar.enable_steady_tick(Duration::from_millis(100));
-    bar
-}
-
 fn draw_target(output: &Output) -> ProgressDrawTarget {
     if output.progress {
         ProgressDrawTarget::stderr()

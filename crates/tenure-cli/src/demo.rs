@@ -116,11 +116,16 @@ pub fn run(args: &DemoArgs, output: &Output) -> CliResult {
     common::close(store)?;
     println!();
     println!("The store is left in {}. Try:", dir.display());
+    // The program as it was started (target/release/tenure under `cargo run`).
+    let program = std::env::args()
+        .next()
+        .unwrap_or_else(|| "tenure".to_owned());
     let dir = dir.display();
-    println!("  tenure stat {dir}");
-    println!("  tenure list {dir} inventory --values");
-    println!("  tenure changes {dir} --since 0");
-    println!("  tenure verify {dir}");
+    println!("  {program} stat {dir}");
+    println!("  {program} list {dir} inventory --values");
+    println!("  {program} lease show {dir} inventory RadioInventory");
+    println!("  {program} changes {dir} --since 0");
+    println!("  {program} verify {dir}");
     common::ok()
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::common::{self, open_existing, CliResult, Output};
+use crate::common::{self, open_existing, CliError, CliResult, Output};
 use crate::lease::state_name;
 use crate::StoreDir;
 
@@ -91,10 +91,26 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
 pub fn compact(args: &CompactArgs, output: &Output) -> CliResult {
     let store = open_existing(&args.store.dir)?;
     let before = store.log_bytes();
-    let spinner = common::spinner(output, "compacting sealed segments");
-    let report = store.compact();
-    spinner.finish_and_clear();
-    let report = report?;
+    // compact() removes sealed segments oldest first, moving the log's start forward: the bar
+    // follows the start while compaction runs on another thread.
+    let sealed = store.sealed_bytes();
+    let start = store.log_start_offset();
+    let bar = common::progress_bar(output, sealed, "compact", true);
+    let report = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| store.compact());
+        while !worker.is_finished() {
+            bar.set_position(store.log_start_offset().saturating_sub(start).min(sealed));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        worker.join()
+    });
+    bar.finish_and_clear();
+    let report = report.map_err(|_| CliError {
+        code: "Internal".to_owned(),
+        status: None,
+        message: "the compaction thread panicked (a bug in tenure; please report it)".to_owned(),
+        exit: common::EXIT_IO,
+    })??;
     let after = store.log_bytes();
     common::close(store)?;
     if output.json {

@@ -133,3 +133,20 @@ impl StoreShared {
         Ok(stats)
     }
 }
+
+impl StoreShared {
+    /// The global offset where the log starts; compaction moves it forward as it removes
+    /// segments (what `tenure compact` draws its progress bar from).
+    pub fn log_start_offset(&self) -> u64 {
+        self.log.first_slot() * self.log.slot_size_bytes()
+    }
+
+    /// Bytes of the sealed segments a `compact` call would rewrite and remove now.
+    pub fn sealed_bytes(&self) -> u64 {
+        self.log
+            .sealed_segments()
+            .iter()
+            .map(|(_, bytes)| bytes)
+            .sum()
+    }
+}
