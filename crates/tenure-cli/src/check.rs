@@ -51,7 +51,7 @@ pub fn report_json(report: &VerifyReport) -> Value {
         "durable_watermark": report.durable_watermark,
         "first_slot": report.first_slot,
         "segment_files": report.segment_files,
-        "bytes_scanned": report.bytes_scanned,
+        "segment_bytes": report.segment_bytes,
         "records": report.records,
         "aborted_records": report.aborted_records,
         "first_version": report.first_version,
@@ -65,12 +65,12 @@ pub fn report_json(report: &VerifyReport) -> Value {
 
 fn print_report(report: &VerifyReport) {
     println!(
-        "log: segment size {} bytes, generation {}, durable watermark {}, {} segment file(s), {} bytes scanned",
+        "log: segment size {} bytes, generation {}, durable watermark {}, {} segment file(s) of {} bytes",
         report.segment_size_bytes,
         report.generation,
         report.durable_watermark,
         report.segment_files,
-        report.bytes_scanned
+        report.segment_bytes
     );
     let versions = match (report.first_version, report.last_version) {
         (Some(first), Some(last)) => format!("versions {first}..={last}"),

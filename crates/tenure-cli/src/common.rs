@@ -163,6 +163,15 @@ impl From<Error> for CliError {
                 "{} at offset {offset}: {reason}; run `tenure verify DIR`, then `tenure repair DIR`",
                 file.display()
             ),
+            Error::Io {
+                path,
+                operation,
+                source,
+            } => format!(
+                "{operation} {} failed: {source} (errno {})",
+                path.display(),
+                source.raw_os_error().unwrap_or(0)
+            ),
             other => other.to_string(),
         };
         CliError {

@@ -135,6 +135,25 @@ fn bad_arguments_exit_2_name_the_argument_and_change_nothing() {
 }
 
 #[test]
+fn an_unreadable_value_file_is_io_exit_6() {
+    let dir = text(&store_with_items("io", 1));
+    let missing = scratch("io-file").join("no-such-file");
+    let run = tenure(&[
+        "put",
+        &dir,
+        "docs",
+        "key-1",
+        "--value-file",
+        &text(&missing),
+    ])
+    .expect(6);
+    assert!(run.stderr.contains("Io (500)"), "{}", run.stderr);
+    assert!(run.stderr.contains("no-such-file"), "{}", run.stderr);
+    let value = tenure(&["get", &dir, "docs", "key-1", "--value-only"]).expect(0);
+    assert_eq!(value.stdout, "value-1");
+}
+
+#[test]
 fn help_documents_the_exit_codes() {
     let help = tenure(&["--help"]).expect(0);
     for line in [

@@ -63,8 +63,8 @@ pub struct VerifyReport {
     pub durable_watermark: u64,
     pub first_slot: u64,
     pub segment_files: usize,
-    /// Bytes of segment files read.
-    pub bytes_scanned: u64,
+    /// Bytes of the segment files the log spans (the scan reads up to `log_end`).
+    pub segment_bytes: u64,
     /// Data records that check out and apply.
     pub records: u64,
     pub aborted_records: u64,
@@ -449,7 +449,7 @@ fn scan(
         .max(expected.unwrap_or(1));
     loaded.next_version_bound =
         next.saturating_add(lost_bytes_after_last_record.div_ceil(HEADER_BYTES as u64));
-    report.bytes_scanned = total;
+    report.segment_bytes = total;
     progress(total, total);
     Ok(())
 }
