@@ -753,3 +753,40 @@ fn bench_runs_its_workloads_as_a_table_and_as_json() {
     tenure(&["bench", "--dir", &text(&dir), "--duration-ms", "10"]).expect(2);
     tenure(&["bench", "--workloads", "nonsense"]).expect(2);
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_the_tool_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+
+    let dir = scratch("sigpipe").join("store");
+    let store = tenure::Store::open(&dir, tenure::StoreOptions::default()).expect("open");
+    store
+        .create_container("docs", &Default::default())
+        .expect("container");
+    for chunk in 0..2 {
+        let mut batch = store.batch();
+        for index in 0..1000 {
+            let key = format!("key-{chunk}-{index:04}");
+            batch.put("docs", key.as_bytes(), &[b'v'; 200], Default::default());
+        }
+        batch.commit().expect("batch");
+    }
+    support::close(store);
+    // More than a pipe buffer of output; the reader takes one line and goes away.
+    let mut child = support::spawn_piped(&["dump", &text(&dir)]);
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("a line");
+    assert!(first.contains("\"store\""), "{first}");
+    drop(stdout);
+    let output = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        output.status.signal(),
+        Some(13),
+        "ended by SIGPIPE: {:?}",
+        output.status
+    );
+}

@@ -86,6 +86,18 @@ pub fn tenure_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Run {
     }
 }
 
+/// Starts the tool with stdout and stderr piped, for a test that reads as it runs.
+pub fn spawn_piped(args: &[&str]) -> std::process::Child {
+    let _spawning = spawn_lock();
+    Command::new(env!("CARGO_BIN_EXE_tenure"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the tenure binary runs")
+}
+
 /// A fresh, empty scratch directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
