@@ -12,6 +12,7 @@ pub enum ContainerCommand {
     Create {
         #[command(flatten)]
         store: StoreDir,
+        /// The container name.
         name: String,
         /// Items expire this many seconds after their last write unless they set a TTL.
         #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
@@ -27,6 +28,7 @@ pub enum ContainerCommand {
     Delete {
         #[command(flatten)]
         store: StoreDir,
+        /// The container name.
         name: String,
         #[command(flatten)]
         conditions: ConditionArgs,
@@ -43,6 +45,7 @@ pub enum ContainerCommand {
     Show {
         #[command(flatten)]
         store: StoreDir,
+        /// The container name.
         name: String,
     },
 }

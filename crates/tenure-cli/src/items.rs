@@ -16,7 +16,9 @@ use crate::StoreDir;
 pub struct GetArgs {
     #[command(flatten)]
     pub store: StoreDir,
+    /// The container.
     pub container: String,
+    /// The item's key (UTF-8 text).
     pub key: String,
     #[command(flatten)]
     pub conditions: ConditionArgs,
@@ -35,7 +37,9 @@ pub struct GetArgs {
 pub struct PutArgs {
     #[command(flatten)]
     pub store: StoreDir,
+    /// The container.
     pub container: String,
+    /// The item's key (UTF-8 text).
     pub key: String,
     /// The value (or use --value-file).
     pub value: Option<String>,
@@ -47,6 +51,7 @@ pub struct PutArgs {
     /// Seconds the item lives after this write; -1 = never (overrides the container default).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub ttl: Option<String>,
+    /// The item's content type, e.g. application/json.
     #[arg(long, value_name = "TYPE")]
     pub content_type: Option<String>,
     /// User metadata NAME=VALUE (repeat).
@@ -58,7 +63,9 @@ pub struct PutArgs {
 pub struct DeleteArgs {
     #[command(flatten)]
     pub store: StoreDir,
+    /// The container.
     pub container: String,
+    /// The item's key (UTF-8 text).
     pub key: String,
     #[command(flatten)]
     pub write: WriteArgs,

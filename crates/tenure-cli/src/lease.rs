@@ -12,6 +12,7 @@ use crate::StoreDir;
 pub struct Target {
     #[command(flatten)]
     pub store: StoreDir,
+    /// The container.
     pub container: String,
     /// The item; leave it out to act on the container's lease.
     pub key: Option<String>,

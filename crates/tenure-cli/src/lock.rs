@@ -14,7 +14,9 @@ pub enum LockCommand {
     Get {
         #[command(flatten)]
         store: StoreDir,
+        /// The container.
         container: String,
+        /// The item's key (UTF-8 text).
         key: String,
         /// How long the lock lasts, in seconds (> 0; fractions allowed).
         #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
@@ -27,7 +29,9 @@ pub enum LockCommand {
     Unlock {
         #[command(flatten)]
         store: StoreDir,
+        /// The container.
         container: String,
+        /// The item's key (UTF-8 text).
         key: String,
         #[arg(long, value_name = "HANDLE")]
         lock_handle: String,
