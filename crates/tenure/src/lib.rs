@@ -14,6 +14,7 @@ mod etag;
 mod expiry;
 mod feed;
 mod index;
+mod inspect;
 mod log;
 mod options;
 mod rules;
@@ -30,6 +31,9 @@ pub use coordination::{Lease, LeaseRequest};
 pub use error::{Error, ErrorCode, Result};
 pub use etag::{ETag, ETagArg, Version};
 pub use feed::{Change, ChangeKind, ChangeRef, ChangesOptions};
+pub use inspect::{
+    repair, verify, ContainerStats, Problem, RepairReport, StoreStats, VerifyReport,
+};
 pub use log::{Durability, Log, LogOptions, RecoveredRecord, Reservation};
 pub use options::{
     ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, Limits, Page, ReadOptions,

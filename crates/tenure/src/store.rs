@@ -661,8 +661,9 @@ fn decode_continuation(token: &str) -> Result<Vec<u8>> {
         .collect()
 }
 
-/// Applies one recovered record to the index (single-threaded, at open).
-fn replay_record(
+/// Applies one recovered record to the index (single-threaded, at open; `inspect` replays
+/// into a scratch index to check a log).
+pub(crate) fn replay_record(
     index: &Index,
     catalog: &Catalog,
     now: Timestamp,

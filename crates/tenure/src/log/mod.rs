@@ -6,10 +6,10 @@
 //! in `sync` mode, synced), so cutting the log at its first bad record can never drop an
 //! acknowledged write. See docs/design.md for the byte layout and the commit protocol.
 
-mod placement;
+pub(crate) mod placement;
 pub mod record;
 mod recovery;
-mod segment;
+pub(crate) mod segment;
 pub mod superblock;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -456,6 +456,11 @@ impl Log {
             .iter()
             .map(|segment| segment.length())
             .sum()
+    }
+
+    /// Segment files of the log (a segment covers one slot, or several for a large record).
+    pub fn segment_count(&self) -> usize {
+        self.shared.segments.all().len()
     }
 
     /// Syncs everything complete and returns once it is durable.

@@ -1,0 +1,475 @@
+//! What the subcommands share: opening a store, conditions as flags, errors and exit codes,
+//! JSON and text output, progress bars.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{json, Value};
+use tenure::{
+    Conditions, ETagArg, Error, ErrorCode, Item, LeaseId, LockHandle, Store, StoreOptions,
+    Timestamp, Ttl, WriteOptions,
+};
+
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_PROBLEMS: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_NO_STORE: u8 = 3;
+pub const EXIT_LOCKED: u8 = 4;
+pub const EXIT_CORRUPTION: u8 = 5;
+pub const EXIT_IO: u8 = 6;
+
+/// How to print.
+pub struct Output {
+    pub json: bool,
+    /// Progress bars allowed (they still draw only when stderr is a terminal).
+    pub progress: bool,
+}
+
+impl Output {
+    pub fn print_json(&self, value: &Value) {
+        println!("{value}");
+    }
+}
+
+/// An error as the tool reports it: a SPEC code name (or a CLI-level one), its status, one line
+/// of explanation, and the exit code.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: String,
+    pub status: Option<u16>,
+    pub message: String,
+    pub exit: u8,
+}
+
+impl CliError {
+    /// A bad argument detected by the tool (exit 2), named like the engine names them.
+    pub fn usage(argument: &str, reason: impl std::fmt::Display) -> CliError {
+        CliError {
+            code: "InvalidArgument".to_owned(),
+            status: Some(400),
+            message: format!("argument `{argument}`: {reason}"),
+            exit: EXIT_USAGE,
+        }
+    }
+
+    pub fn no_store(directory: &Path) -> CliError {
+        CliError {
+            code: "NoStore".to_owned(),
+            status: None,
+            message: format!(
+                "no tenure store at {} (no superblock file there); create one with \
+                 `tenure container create {} NAME` or `tenure demo {}`",
+                directory.display(),
+                directory.display(),
+                directory.display()
+            ),
+            exit: EXIT_NO_STORE,
+        }
+    }
+
+    pub fn io(path: &Path, operation: &str, error: std::io::Error) -> CliError {
+        CliError {
+            code: "Io".to_owned(),
+            status: Some(500),
+            message: format!("{operation} {} failed: {error}", path.display()),
+            exit: EXIT_IO,
+        }
+    }
+
+    /// Prints the error (stderr; also stdout as JSON with --json) and returns the exit code.
+    pub fn report(&self, json: bool) -> ExitCode {
+        let status = self
+            .status
+            .map(|status| format!(" ({status})"))
+            .unwrap_or_default();
+        eprintln!("tenure: error: {}{status}: {}", self.code, self.message);
+        if json {
+            let value = json!({"error": {
+                "code": self.code, "status": self.status, "message": self.message, "exit": self.exit
+            }});
+            println!("{value}");
+        }
+        ExitCode::from(self.exit)
+    }
+}
+
+/// One line on what each SPEC code means for the person at the terminal.
+pub fn explanation(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::NotModified => "the item matches --if-none-match / is not newer than --if-modified-since; not returned",
+        ErrorCode::InvalidArgument => "a bad argument; nothing was changed",
+        ErrorCode::NotFound => "the item does not exist (or has expired)",
+        ErrorCode::ContainerNotFound => "the container does not exist; create it with `tenure container create`",
+        ErrorCode::AlreadyExists => "the item already exists (--if-none-match '*' is create-only)",
+        ErrorCode::ContainerAlreadyExists => "a container with this name already exists",
+        ErrorCode::LeaseAlreadyPresent => "the item or container is leased (or locked) by someone else",
+        ErrorCode::LeaseIdMismatchWithLeaseOperation => "the lease id given is not the current lease's",
+        ErrorCode::LeaseNotPresentWithLeaseOperation => "there is no live lease to act on",
+        ErrorCode::LeaseIsBrokenAndCannotBeRenewed => "the lease was broken; acquire a new one",
+        ErrorCode::LeaseIsBreakingAndCannotBeAcquired => "the lease is breaking; wait for the break period to end",
+        ErrorCode::LeaseIsBreakingAndCannotBeChanged => "the lease is breaking and cannot be changed",
+        ErrorCode::ObjectLocked => "the item is locked (get-and-lock) or leased by someone else",
+        ErrorCode::ConditionNotMet => "a condition (--if-match, --if-none-match, --if-modified-since, --if-unmodified-since) does not hold; nothing changed",
+        ErrorCode::VersionMismatch => "the item is not at the version given with --if-version; nothing changed",
+        ErrorCode::LeaseIdMissing => "the item is leased: pass its --lease-id to write it",
+        ErrorCode::LeaseIdMismatchWithBlobOperation => "the --lease-id given is not the item's current lease",
+        ErrorCode::LeaseNotPresentWithBlobOperation => "--lease-id was given but the item has no lease",
+        ErrorCode::LeaseLost => "the lease given has expired or was broken",
+        ErrorCode::LeaseIdMismatchWithContainerOperation => "the --lease-id given is not the container's current lease",
+        ErrorCode::LeaseNotPresentWithContainerOperation => "--lease-id was given but the container has no lease",
+        ErrorCode::ObjectNotLocked => "--lock-handle was given but the item is not locked",
+        ErrorCode::InvalidLockHandle => "the --lock-handle given is not the item's current lock",
+        ErrorCode::FailedDependency => "another operation of the batch failed",
+        ErrorCode::StoreLocked => "another process has the store open; close it first",
+        ErrorCode::Corruption => "a checksum or structure check failed; run `tenure verify DIR`, then `tenure repair DIR`",
+        ErrorCode::Io => "the operating system refused",
+        ErrorCode::Closed => "the store was closed",
+        _ => "see SPEC.md section 12",
+    }
+}
+
+impl From<Error> for CliError {
+    fn from(error: Error) -> CliError {
+        let code = error.code();
+        let exit = match code {
+            ErrorCode::InvalidArgument => EXIT_USAGE,
+            ErrorCode::StoreLocked => EXIT_LOCKED,
+            ErrorCode::Corruption => EXIT_CORRUPTION,
+            ErrorCode::Io | ErrorCode::Closed => EXIT_IO,
+            _ => EXIT_PROBLEMS,
+        };
+        let detail = match &error {
+            Error::InvalidArgument { argument, reason } => format!("argument `{argument}`: {reason}"),
+            Error::Rejected { current_etag, .. } => match current_etag {
+                Some(etag) => format!("{}; current ETag {etag}", explanation(code)),
+                None => explanation(code).to_owned(),
+            },
+            Error::BatchFailed { index, error, .. } => {
+                format!("batch operation {index} failed: {}", explanation(error.code()))
+            }
+            Error::StoreLocked { path } => format!(
+                "the store at {} is open in another process (or handle); {}",
+                path.display(),
+                "close it first"
+            ),
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => format!(
+                "{} at offset {offset}: {reason}; run `tenure verify DIR`, then `tenure repair DIR`",
+                file.display()
+            ),
+            Error::Io {
+                path,
+                operation,
+                source,
+            } => format!(
+                "{operation} {} failed: {source} (errno {})",
+                path.display(),
+                source.raw_os_error().unwrap_or(0)
+            ),
+            other => other.to_string(),
+        };
+        CliError {
+            code: code.name().to_owned(),
+            status: Some(code.status()),
+            message: detail,
+            exit,
+        }
+    }
+}
+
+pub type CliResult<T = ExitCode> = Result<T, CliError>;
+
+pub fn ok() -> CliResult {
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+/// Is there a store in `directory`? (A directory with its superblock file.)
+pub fn store_exists(directory: &Path) -> bool {
+    directory.join("superblock").is_file()
+}
+
+/// Options the tool opens stores with: no background compaction (a short-lived process;
+/// `tenure compact` compacts on demand).
+pub fn store_options() -> StoreOptions {
+    StoreOptions {
+        background_compaction_interval: None,
+        ..StoreOptions::default()
+    }
+}
+
+/// Opens an existing store; a missing one is an error (exit 3), never silently created.
+pub fn open_existing(directory: &Path) -> CliResult<Store> {
+    if !store_exists(directory) {
+        return Err(CliError::no_store(directory));
+    }
+    Ok(Store::open(directory, store_options())?)
+}
+
+/// Closes the store, reporting a failed final flush.
+pub fn close(store: Store) -> CliResult<()> {
+    Ok(store.close()?)
+}
+
+// ----- arguments -----
+
+/// Condition flags shared by reads and writes.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ConditionArgs {
+    /// Only if the item's ETag is this one (repeat for any of several; '*' = it exists).
+    #[arg(long, value_name = "ETAG")]
+    pub if_match: Vec<String>,
+    /// Only if the item's ETag is none of these ('*' on a write = create only).
+    #[arg(long, value_name = "ETAG")]
+    pub if_none_match: Vec<String>,
+    /// Only if last modified after TIME (RFC 3339 such as 2026-11-30T07:00:00Z, or µs since
+    /// the Unix epoch).
+    #[arg(long, value_name = "TIME")]
+    pub if_modified_since: Option<String>,
+    /// Only if last modified at or before TIME (RFC 3339 or µs).
+    #[arg(long, value_name = "TIME")]
+    pub if_unmodified_since: Option<String>,
+    /// Only if the item is at exactly this version (the cache's versioned put; writes only).
+    #[arg(long, value_name = "VERSION", allow_negative_numbers = true)]
+    pub if_version: Option<u64>,
+}
+
+impl ConditionArgs {
+    pub fn parse(&self) -> CliResult<Conditions> {
+        let etags = |argument: &'static str, texts: &[String]| -> CliResult<Vec<ETagArg>> {
+            texts
+                .iter()
+                .map(|text| ETagArg::parse(argument, text).map_err(CliError::from))
+                .collect()
+        };
+        Ok(Conditions {
+            if_match: etags("--if-match", &self.if_match)?,
+            if_none_match: etags("--if-none-match", &self.if_none_match)?,
+            if_modified_since: self
+                .if_modified_since
+                .as_deref()
+                .map(|text| parse_time("--if-modified-since", text))
+                .transpose()?,
+            if_unmodified_since: self
+                .if_unmodified_since
+                .as_deref()
+                .map(|text| parse_time("--if-unmodified-since", text))
+                .transpose()?,
+            if_version: self.if_version,
+        })
+    }
+}
+
+/// RFC 3339 (UTC, `Z`) or an integer count of microseconds since the Unix epoch.
+pub fn parse_time(argument: &str, text: &str) -> CliResult<Timestamp> {
+    if let Ok(micros) = text.parse::<u64>() {
+        return Ok(micros);
+    }
+    let time = humantime::parse_rfc3339_weak(text).map_err(|error| {
+        CliError::usage(
+            argument,
+            format!(
+                "{text:?} is neither RFC 3339 (2026-11-30T07:00:00Z) nor microseconds: {error}"
+            ),
+        )
+    })?;
+    let since = time
+        .duration_since(UNIX_EPOCH)
+        .map_err(|_| CliError::usage(argument, "times before 1970 are not supported"))?;
+    u64::try_from(since.as_micros()).map_err(|_| CliError::usage(argument, "too far in the future"))
+}
+
+pub fn format_time(micros: Timestamp) -> String {
+    let time = UNIX_EPOCH + Duration::from_micros(micros);
+    humantime::format_rfc3339_micros(time).to_string()
+}
+
+pub fn parse_lease_id(argument: &'static str, text: &str) -> CliResult<LeaseId> {
+    Ok(LeaseId::parse(argument, text)?)
+}
+
+pub fn parse_lock_handle(text: &str) -> CliResult<LockHandle> {
+    LockHandle::parse(text).map_err(|_| {
+        CliError::usage(
+            "--lock-handle",
+            format!("a lock handle is 32 hexadecimal digits, not {text:?}"),
+        )
+    })
+}
+
+pub fn parse_ttl(text: &str) -> CliResult<Ttl> {
+    let seconds: i64 = text.parse().map_err(|_| {
+        CliError::usage("--ttl", format!("seconds (or -1 for never), not {text:?}"))
+    })?;
+    Ttl::from_signed_seconds(seconds).map_err(|_| {
+        CliError::usage(
+            "--ttl",
+            format!("-1 (never) or 1..=4294967295 seconds, not {seconds}"),
+        )
+    })
+}
+
+/// Write flags: conditions plus lease, lock, TTL and properties.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct WriteArgs {
+    #[command(flatten)]
+    pub conditions: ConditionArgs,
+    /// The item's lease id (required to write a leased item).
+    #[arg(long, value_name = "ID")]
+    pub lease_id: Option<String>,
+    /// The handle of the item's cache lock: the write replaces it and unlocks.
+    #[arg(long, value_name = "HANDLE")]
+    pub lock_handle: Option<String>,
+}
+
+impl WriteArgs {
+    pub fn options(&self) -> CliResult<WriteOptions> {
+        Ok(WriteOptions {
+            conditions: self.conditions.parse()?,
+            lease_id: self
+                .lease_id
+                .as_deref()
+                .map(|text| parse_lease_id("--lease-id", text))
+                .transpose()?,
+            lock_handle: self
+                .lock_handle
+                .as_deref()
+                .map(parse_lock_handle)
+                .transpose()?,
+            ..WriteOptions::default()
+        })
+    }
+}
+
+/// `name=value` metadata pairs.
+pub fn parse_metadata(pairs: &[String]) -> CliResult<Vec<(String, String)>> {
+    pairs
+        .iter()
+        .map(|pair| {
+            pair.split_once('=')
+                .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                .ok_or_else(|| CliError::usage("--metadata", format!("NAME=VALUE, not {pair:?}")))
+        })
+        .collect()
+}
+
+/// The value of a put: the argument, or the file (`-` = stdin).
+pub fn read_value(value: Option<&str>, file: Option<&PathBuf>) -> CliResult<Vec<u8>> {
+    match (value, file) {
+        (Some(value), None) => Ok(value.as_bytes().to_vec()),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|error| CliError::io(Path::new("-"), "read stdin", error))?;
+            Ok(bytes)
+        }
+        (None, Some(path)) => {
+            std::fs::read(path).map_err(|error| CliError::io(path, "read", error))
+        }
+        (Some(_), Some(_)) => Err(CliError::usage(
+            "--value-file",
+            "give VALUE or --value-file, not both",
+        )),
+        (None, None) => Err(CliError::usage(
+            "VALUE",
+            "give the value as an argument or with --value-file (- for stdin)",
+        )),
+    }
+}
+
+// ----- output -----
+
+/// Bytes as JSON: `{name: text}` when UTF-8, else `{name_hex: hex}`.
+pub fn bytes_field(object: &mut serde_json::Map<String, Value>, name: &str, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => object.insert(name.to_owned(), Value::from(text)),
+        Err(_) => object.insert(format!("{name}_hex"), Value::from(hex(bytes))),
+    };
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Bytes for a terminal: the text when printable UTF-8, else `0x` and hex.
+pub fn display_bytes(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if !text.chars().any(char::is_control) => text.to_owned(),
+        _ => format!("0x{}", hex(bytes)),
+    }
+}
+
+pub fn item_json(container: &str, item: &Item) -> Value {
+    let mut object = serde_json::Map::new();
+    object.insert("container".into(), Value::from(container));
+    bytes_field(&mut object, "key", &item.key);
+    object.insert("etag".into(), Value::from(item.etag.to_string()));
+    object.insert("version".into(), Value::from(item.version));
+    object.insert(
+        "last_modified".into(),
+        Value::from(format_time(item.last_modified)),
+    );
+    object.insert("last_modified_us".into(), Value::from(item.last_modified));
+    object.insert("content_type".into(), json!(item.content_type));
+    let metadata: serde_json::Map<String, Value> = item
+        .metadata
+        .iter()
+        .map(|(name, value)| (name.clone(), Value::from(value.as_str())))
+        .collect();
+    object.insert("metadata".into(), Value::Object(metadata));
+    object.insert("expires_at".into(), json!(item.expires_at.map(format_time)));
+    if let Some(value) = &item.value {
+        object.insert("size".into(), Value::from(value.len()));
+        bytes_field(&mut object, "value", value);
+    }
+    Value::Object(object)
+}
+
+/// Writes raw bytes to stdout (a value, for piping).
+pub fn write_stdout(bytes: &[u8]) -> CliResult<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(bytes)
+        .and_then(|()| stdout.flush())
+        .map_err(|error| CliError::io(Path::new("-"), "write stdout", error))
+}
+
+// ----- progress -----
+
+/// A progress bar over `total` units on stderr (hidden unless stderr is a terminal and
+/// progress is allowed).
+pub fn progress_bar(output: &Output, total: u64, message: &str, bytes: bool) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), draw_target(output));
+    let template = if bytes {
+        "{msg:>10} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})"
+    } else {
+        "{msg:>10} [{bar:40}] {pos}/{len} ({per_sec}, {eta})"
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(message.to_owned());
+    bar
+}
+
+fn draw_target(output: &Output) -> ProgressDrawTarget {
+    if output.progress {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    }
+}
+
+pub fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+        })
+}

@@ -1,0 +1,110 @@
+//! `tenure changes DIR --since V`: the change feed (SPEC §10), one line per change.
+
+use serde_json::{json, Value};
+use tenure::{ChangeKind, ChangesOptions};
+
+use crate::common::{self, bytes_field, display_bytes, open_existing, CliError, CliResult, Output};
+use crate::StoreDir;
+
+#[derive(clap::Args, Debug)]
+pub struct ChangesArgs {
+    #[command(flatten)]
+    pub store: StoreDir,
+    /// Changes after this version (0 = from the start of the retained log).
+    #[arg(
+        long,
+        value_name = "VERSION",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub since: u64,
+    /// Only this container's changes.
+    #[arg(long)]
+    pub container: Option<String>,
+    /// Include the new values of creates and updates.
+    #[arg(long)]
+    pub values: bool,
+    /// At most this many changes (1..=1000000).
+    #[arg(long, default_value_t = 100_000, allow_negative_numbers = true)]
+    pub max: usize,
+}
+
+pub fn kind_name(kind: ChangeKind) -> &'static str {
+    match kind {
+        ChangeKind::Created => "created",
+        ChangeKind::Updated => "updated",
+        ChangeKind::Deleted => "deleted",
+        ChangeKind::Expired => "expired",
+        ChangeKind::ContainerCreated => "container_created",
+        ChangeKind::ContainerDeleted => "container_deleted",
+        _ => "other",
+    }
+}
+
+pub fn run(args: &ChangesArgs, output: &Output) -> CliResult {
+    if args.max == 0 || args.max > 1_000_000 {
+        return Err(CliError::usage("--max", "must be 1..=1000000"));
+    }
+    let store = open_existing(&args.store.dir)?;
+    let mut since = args.since;
+    let mut printed = 0usize;
+    while printed < args.max {
+        let options = ChangesOptions {
+            container: args.container.clone(),
+            include_values: args.values,
+            max_changes: (args.max - printed).min(tenure_max_per_call()),
+        };
+        let changes = store.changes(since, &options)?;
+        if changes.is_empty() {
+            break;
+        }
+        for change in &changes {
+            if output.json {
+                let mut object = serde_json::Map::new();
+                object.insert("version".into(), Value::from(change.version));
+                object.insert("kind".into(), Value::from(kind_name(change.kind)));
+                object.insert("container".into(), Value::from(change.container.as_str()));
+                if let Some(key) = &change.key {
+                    bytes_field(&mut object, "key", key);
+                }
+                object.insert(
+                    "etag".into(),
+                    json!(change.etag.map(|etag| etag.to_string())),
+                );
+                if let Some(value) = &change.value {
+                    bytes_field(&mut object, "value", value);
+                }
+                output.print_json(&Value::Object(object));
+            } else {
+                let key = change
+                    .key
+                    .as_deref()
+                    .map(|key| format!("/{}", display_bytes(key)))
+                    .unwrap_or_default();
+                let etag = change
+                    .etag
+                    .map(|etag| format!(" {etag}"))
+                    .unwrap_or_default();
+                let value = change
+                    .value
+                    .as_deref()
+                    .map(|value| format!(" = {}", display_bytes(value)))
+                    .unwrap_or_default();
+                println!(
+                    "{:>8}  {:<17} {}{key}{etag}{value}",
+                    change.version,
+                    kind_name(change.kind),
+                    change.container
+                );
+            }
+        }
+        printed += changes.len();
+        since = changes.last().map_or(since, |change| change.version);
+    }
+    common::close(store)?;
+    common::ok()
+}
+
+fn tenure_max_per_call() -> usize {
+    100_000
+}
