@@ -3,7 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each step's title with the seconds the suite has run so far, so a slow step shows in the log.
+suite_started=$SECONDS
+step() { printf '\n=== [%4d s] %s\n' "$((SECONDS - suite_started))" "$*"; }
+trap 'printf "\n=== [%4d s] done (exit %d)\n" "$((SECONDS - suite_started))" "$?"' EXIT
 
 step "rustfmt"
 cargo fmt --all --check
