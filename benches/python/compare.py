@@ -43,9 +43,10 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 KEY_BYTES = 16
 VALUE_BYTES = 100
-# A Python loop runs this many operations between two clock reads: large enough that reading
-# the clock costs nothing measurable, small enough that a measurement overshoots by little.
-OPERATIONS_PER_BATCH = 256
+# A Python loop runs this many operations between two clock reads: enough that reading
+# the clock costs nothing measurable (< 0.1 %), few enough that a slice of the slowest engine
+# (redis CAS, ~3 k/s here) overshoots its length by ~20 ms at most.
+OPERATIONS_PER_BATCH = 64
 # Every engine sees the same pseudo-random key sequence of this length, cycled.
 KEY_STREAM_LENGTH = 1 << 18
 LEASE_SECONDS = 15  # tenure's shortest finite lease; redis PX and memcached expiry match it
@@ -572,7 +573,8 @@ class KeyStream:
         return batch
 
 
-def operations_per_second(engine: Engine, workload: Workload, stream: KeyStream, seconds: float) -> float:
+def run_for(engine: Engine, workload: Workload, stream: KeyStream, seconds: float) -> Tuple[int, float]:
+    """Runs the workload for at least `seconds`; returns (operations, seconds taken)."""
     operations = 0
     clock = time.perf_counter
     start = clock()
@@ -581,7 +583,7 @@ def operations_per_second(engine: Engine, workload: Workload, stream: KeyStream,
         workload.run(engine, stream.next_batch(engine.name))
         operations += OPERATIONS_PER_BATCH
         elapsed = clock() - start
-    return operations / elapsed
+    return operations, elapsed
 
 
 @dataclass
@@ -590,6 +592,7 @@ class Settings:
     rounds: int
     warmup_seconds: float
     measure_seconds: float
+    slices: int
     engines: List[str]
     workloads: List[str]
     out: Optional[str]
@@ -632,12 +635,22 @@ def run_rounds(settings: Settings, engines: List[Engine], log: Callable[[str], N
         for workload in WORKLOADS:
             if workload.id not in settings.workloads:
                 continue
-            for engine in order:
-                if not workload.applies_to(engine):
-                    continue
-                gc.collect()
-                operations_per_second(engine, workload, streams[workload.id], settings.warmup_seconds)
-                rate = operations_per_second(engine, workload, streams[workload.id], settings.measure_seconds)
+            participants = [engine for engine in order if workload.applies_to(engine)]
+            stream = streams[workload.id]
+            # The engines take turns in short slices rather than one long run each: the load on a
+            # shared machine drifts within seconds, and slices put every engine of a round under
+            # nearly the same load, which is what makes the per-round ratio a fair pairing.
+            operations_by_engine = {engine.name: 0 for engine in participants}
+            seconds_by_engine = {engine.name: 0.0 for engine in participants}
+            for _ in range(settings.slices):
+                for engine in participants:
+                    gc.collect()
+                    run_for(engine, workload, stream, settings.warmup_seconds / settings.slices)  # untimed
+                    operations, seconds = run_for(engine, workload, stream, settings.measure_seconds / settings.slices)
+                    operations_by_engine[engine.name] += operations
+                    seconds_by_engine[engine.name] += seconds
+            for engine in participants:
+                rate = operations_by_engine[engine.name] / seconds_by_engine[engine.name]
                 results[workload.id].setdefault(engine.name, []).append(rate)
                 log(f"round {round_index + 1}/{settings.rounds} {workload.id:9} {engine.name:10} {rate:12,.0f} ops/s")
     return results
@@ -754,11 +767,13 @@ def build_report(
     add("## Run")
     add("")
     add(f"- date: {started:%Y-%m-%d %H:%M} UTC")
-    add(f"- command: `{command}`")
+    wrapper = os.environ.get("TENURE_PYBENCH_WRAPPER")
+    add(f"- command: `{command}`" + (f" (run by `{wrapper}`)" if wrapper else ""))
     add(
         f"- shape: {settings.keys:,} keys of {KEY_BYTES} B, values of {VALUE_BYTES} B, 1 thread; {settings.rounds} rounds; "
-        f"each measurement runs {settings.measure_seconds:g} s after an untimed warm-up of {settings.warmup_seconds:g} s "
-        f"of the same work; took {seconds_taken:.0f} s in all"
+        f"each engine's figure for a workload and round is {settings.measure_seconds:g} s of timed work in "
+        f"{settings.slices} slices, each after an untimed warm-up of {settings.warmup_seconds / settings.slices:g} s of the "
+        f"same work; took {seconds_taken:.0f} s in all"
     )
     add(f"- machine: {machine_lines()[0]}")
     load_at_end = os.getloadavg()
@@ -770,6 +785,13 @@ def build_report(
     )
     add(f"- Python {platform.python_version()} ({platform.python_implementation()})")
     add("- versions: " + "; ".join(f"{name} {version}" for name, version in versions.items()))
+    cpus = os.cpu_count() or 1
+    if max(load_at_start[0], load_at_end[0]) > cpus:
+        add(
+            f"- **the machine was busy**: the 1-minute load average ({load_at_start[0]:.1f} at the start, "
+            f"{load_at_end[0]:.1f} at the end) exceeded its {cpus} CPUs, so figures move from round to round; "
+            "quote the per-round ratios (engines of a round ran under nearly the same load), not single figures"
+        )
     for name, reason in skipped.items():
         add(f"- **{name} left out**: {reason}")
     if settings.note:
@@ -785,8 +807,10 @@ def build_report(
     add(
         "- Each workload's operations run in a plain Python loop of "
         f"{OPERATIONS_PER_BATCH} operations between clock reads, the same loop shape for every engine; every "
-        "engine walks the same pseudo-random key sequence. A round measures every workload once for every "
-        "engine; each round starts one engine later in the list. Every measurement follows an untimed warm-up."
+        "engine walks the same pseudo-random key sequence. A round measures every workload for every engine; "
+        "within it the engines take turns in short slices (all engines, then all again), so that every engine "
+        "of a round runs under nearly the same machine load, and each round starts one engine later in the "
+        "list. Every slice follows an untimed warm-up of the same work."
     )
     add(
         "- A table's **median** is the median over the rounds; the last column divides tenure's figure by that "
@@ -873,11 +897,13 @@ def build_report(
                 ratios.append(tenure_over(workload, figures["tenure"][round_index], figures[best][round_index]))
             median = statistics.median(ratios)
             loses = median > 1 if workload.kind == "latency" else median < 1
-            verdict = (
-                f"**tenure loses this row** (to {', '.join(sorted(set(best_peer_by_round)))})"
-                if loses
-                else "tenure leads this row"
-            )
+            best_peers = ", ".join(sorted(set(best_peer_by_round)))
+            if abs(median - 1) < 0.05:
+                verdict = f"tenure and the best peer ({best_peers}) are about even in this row (within 5 %)"
+            elif loses:
+                verdict = f"**tenure loses this row** (to {best_peers})"
+            else:
+                verdict = "tenure leads this row"
             add("")
             add(
                 f"tenure ÷ best peer: **{median:.2f}** ({better}; per round: {ratio_list(ratios)}; best peer per round: "
@@ -897,12 +923,13 @@ ALL_ENGINES = ["tenure", "lmdb", "sqlite", "redis", "memcached"]
 def parse_settings(argv: Sequence[str]) -> Settings:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="smoke run: 20k keys, 0.2 s per measurement (under a minute)")
-    mode.add_argument("--full", action="store_true", help="full run (the default): 1M keys, 2 s per measurement")
+    mode.add_argument("--quick", action="store_true", help="smoke run: 20k keys, 0.2 s per engine, workload and round (under a minute)")
+    mode.add_argument("--full", action="store_true", help="full run (the default): 1M keys, 2 s per engine, workload and round")
     parser.add_argument("--keys", type=int, help="number of keys loaded into every engine")
     parser.add_argument("--rounds", type=int, default=5, help="rounds (at least 5 for a report; default 5)")
-    parser.add_argument("--measure-seconds", type=float, help="length of each timed measurement")
-    parser.add_argument("--warmup-seconds", type=float, help="length of the untimed warm-up before each measurement")
+    parser.add_argument("--measure-seconds", type=float, help="timed seconds per engine, workload and round (split over the slices)")
+    parser.add_argument("--warmup-seconds", type=float, help="untimed warm-up per engine, workload and round (split over the slices)")
+    parser.add_argument("--slices", type=int, help="turns the engines take within each workload and round")
     parser.add_argument("--engines", default=",".join(ALL_ENGINES), help="comma-separated subset of " + ",".join(ALL_ENGINES))
     parser.add_argument(
         "--workloads", default=",".join(w.id for w in WORKLOADS), help="comma-separated subset of " + ",".join(w.id for w in WORKLOADS)
@@ -922,6 +949,8 @@ def parse_settings(argv: Sequence[str]) -> Settings:
         parser.error("tenure must be one of the engines: every ratio is tenure ÷ engine")
     if arguments.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if arguments.slices is not None and arguments.slices < 1:
+        parser.error("--slices must be at least 1")
     quick = bool(arguments.quick)
     keys = arguments.keys or (20_000 if quick else 1_000_000)
     if keys < 2:
@@ -931,6 +960,7 @@ def parse_settings(argv: Sequence[str]) -> Settings:
         rounds=arguments.rounds,
         warmup_seconds=arguments.warmup_seconds if arguments.warmup_seconds is not None else (0.05 if quick else 0.5),
         measure_seconds=arguments.measure_seconds if arguments.measure_seconds is not None else (0.2 if quick else 2.0),
+        slices=arguments.slices or (2 if quick else 4),
         engines=engines,
         workloads=workloads,
         out=arguments.out,

@@ -57,7 +57,18 @@ ensure_program memcached memcached
 
 step "virtualenv $venv"
 if [ ! -x "$venv/bin/python" ]; then
-  "$python" -m venv "$venv"
+  if ! "$python" -m venv "$venv"; then
+    # Debian's python3 ships without ensurepip; its venv module lives in python3-venv.
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      rm -rf "$venv"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv >&2 \
+        || { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv >&2; }
+      "$python" -m venv "$venv"
+    else
+      echo "pybench: '$python -m venv' failed; install python3-venv" >&2
+      exit 1
+    fi
+  fi
 fi
 venv_python="$venv/bin/python"
 "$venv_python" -m pip install --quiet --disable-pip-version-check --upgrade pip
@@ -68,6 +79,8 @@ nice -n 5 "$venv_python" -m pip install --quiet --disable-pip-version-check --fo
   "$repository/bindings/python"
 
 cd "$repository"
+# compare.py names the wrapper's command in its report beside its own.
+export TENURE_PYBENCH_WRAPPER="benches/python/run.sh $mode${*:+ $*}"
 if [ "$mode" = "--full" ]; then
   step "compare.py --full --out docs/benchmarks-python.md $*"
   exec "$venv_python" benches/python/compare.py --full --out docs/benchmarks-python.md "$@"
