@@ -2,13 +2,14 @@
 """tenure's Python module side by side with py-lmdb, sqlite3, redis-py and pymemcache.
 
     python benches/python/compare.py --quick                 # smoke run, under a minute
-    python benches/python/compare.py --out docs/benchmarks-python.md   # full run
+    python benches/python/compare.py --full --out docs/benchmarks-python.md   # full run, ~8 min
 
 `benches/python/run.sh` builds the module into a virtualenv and runs this script. Every engine
 gets the same 16 B keys and 100 B values, one thread, and a durability class that does not wait
 for a disk sync (the report's Method section says exactly which setting each one uses). Rounds
-interleave the engines (each round starts with a different one), every measurement follows an
-untimed warm-up of the same work, and the report gives medians, every round's figure and
+interleave the engines (each round starts with a different one, and within a round the engines
+take turns in short slices), every slice follows an untimed warm-up of the same work, and the
+report gives medians, every round's figure and
 tenure ÷ engine as the median of per-round ratios: the paired ratio is the figure to quote on a
 shared, noisy machine. redis-server and memcached are started here on free 127.0.0.1 ports with
 persistence off and stopped at the end (also on error); an engine that is not installed is left
@@ -39,7 +40,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Literal, Optional, Sequence, Tuple
 
 KEY_BYTES = 16
 VALUE_BYTES = 100
@@ -435,11 +436,15 @@ def free_loopback_port() -> int:
         return port
 
 
-def wait_until_listening(port: int, process: "subprocess.Popen[bytes]", name: str, timeout: float = 15.0) -> None:
+def wait_until_listening(
+    port: int, process: "subprocess.Popen[bytes]", name: str, log_path: str, timeout: float = 15.0
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{name} exited with code {process.returncode} before listening on port {port}")
+            with open(log_path, encoding="utf-8", errors="replace") as log:
+                output = log.read()[-2000:]
+            raise RuntimeError(f"{name} exited with code {process.returncode} before listening on port {port}:\n{output}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return
@@ -449,10 +454,12 @@ def wait_until_listening(port: int, process: "subprocess.Popen[bytes]", name: st
 
 
 @contextlib.contextmanager
-def server_process(name: str, command: List[str], port: int) -> Iterator[None]:
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def server_process(name: str, command: List[str], port: int, log_path: str) -> Iterator[None]:
+    # Output goes to a file, not a pipe: a pipe nobody reads would stall a chatty server.
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_until_listening(port, process, name)
+        wait_until_listening(port, process, name, log_path)
         yield
     finally:
         process.terminate()
@@ -461,8 +468,6 @@ def server_process(name: str, command: List[str], port: int) -> Iterator[None]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 def redis_server_command(port: int) -> List[str]:
@@ -484,7 +489,8 @@ def tool_version(command: List[str]) -> str:
         completed = subprocess.run(command, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"unknown ({error})"
-    return (completed.stdout or completed.stderr).strip().splitlines()[0] if (completed.stdout or completed.stderr) else "unknown"
+    output_lines = (completed.stdout or completed.stderr).strip().splitlines()
+    return output_lines[0] if output_lines else "unknown"
 
 
 # --------------------------------------------------------------------------------------------
@@ -497,8 +503,8 @@ class Workload:
     id: str
     title: str
     description: str
-    # "latency": time per operation, lower is better; "rate": operations per second.
-    kind: str
+    # "latency": reported as time per operation, lower is better; "rate": operations per second.
+    kind: Literal["latency", "rate"]
     run: Callable[[Engine, Sequence[bytes]], None]
     applies_to: Callable[[Engine], bool] = lambda engine: True
 
@@ -508,7 +514,8 @@ WORKLOADS: List[Workload] = [
         "get",
         "Random get of a 100 B value",
         "time per get of a uniformly random existing key (all hits), value read into a `bytes`; "
-        "lmdb opens a read transaction per get",
+        "lmdb opens a read transaction per get (a transaction kept open across gets would be faster but "
+        "would keep reading an old snapshot; every other engine's get sees the latest write)",
         "latency",
         lambda engine, keys: engine.get_many(keys),
     ),
@@ -1016,7 +1023,13 @@ def main(argv: Sequence[str]) -> int:
                     skipped[name] = "the `redis` package is not installed (`pip install redis`)"
                     continue
                 port = free_loopback_port()
-                cleanup.enter_context(server_process("redis-server", redis_server_command(port), port))
+                try:
+                    cleanup.enter_context(
+                        server_process("redis-server", redis_server_command(port), port, os.path.join(directory, "redis.log"))
+                    )
+                except RuntimeError as error:
+                    skipped[name] = f"redis-server did not start: {' '.join(str(error).split())}"
+                    continue
                 versions["redis-py"] = package_version("redis")
                 versions["redis-server"] = tool_version(["redis-server", "--version"])
                 engine = RedisEngine(port)
@@ -1028,7 +1041,13 @@ def main(argv: Sequence[str]) -> int:
                     skipped[name] = "the `pymemcache` package is not installed (`pip install pymemcache`)"
                     continue
                 port = free_loopback_port()
-                cleanup.enter_context(server_process("memcached", memcached_command(port), port))
+                try:
+                    cleanup.enter_context(
+                        server_process("memcached", memcached_command(port), port, os.path.join(directory, "memcached.log"))
+                    )
+                except RuntimeError as error:
+                    skipped[name] = f"memcached did not start: {' '.join(str(error).split())}"
+                    continue
                 versions["pymemcache"] = package_version("pymemcache")
                 versions["memcached"] = tool_version(["memcached", "-V"])
                 engine = MemcachedEngine(port)
