@@ -797,7 +797,9 @@ def build_report(
         add(
             f"- **the machine was busy**: the 1-minute load average ({load_at_start[0]:.1f} at the start, "
             f"{load_at_end[0]:.1f} at the end) exceeded its {cpus} CPUs, so figures move from round to round; "
-            "quote the per-round ratios (engines of a round ran under nearly the same load), not single figures"
+            "quote the per-round ratios (engines of a round ran under nearly the same load), not single figures. "
+            "The load weighs most on redis and memcached: each of their round trips also waits for the server "
+            "process to get a CPU, so their ratios here are likely more favourable to tenure than on an idle machine"
         )
     for name, reason in skipped.items():
         add(f"- **{name} left out**: {reason}")
