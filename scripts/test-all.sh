@@ -43,3 +43,6 @@ cargo run --release --locked -p tenure-testkit --bin soak -- --duration-seconds 
 
 step "comparison with the peer engines, quick mode (docs/benchmarks.md has the full run)"
 cargo run --release --locked -p tenure-benches --features peers --bin compare -- --quick
+
+step "the Python module beside py-lmdb, sqlite3, redis-py and pymemcache, quick mode (docs/benchmarks-python.md has the full run)"
+bash benches/python/run.sh --quick
