@@ -487,3 +487,54 @@ fn a_failed_segment_creation_poisons_the_log_for_every_appender() {
         assert_eq!(error.code(), ErrorCode::Io, "{durability:?}: {error}");
     }
 }
+
+/// Found by the I/O-fault campaign (`torture --campaign io-faults --seed 1`): when the very
+/// first superblock write or sync of a new store failed (or power was lost before it was
+/// synced), the superblock file stayed with no valid copy and every later open failed with
+/// `Corruption` — the store could never be created. With no segment files nothing was ever
+/// written, so the open creates it afresh.
+#[test]
+fn a_store_whose_creation_failed_opens_afterwards() {
+    let plans = [
+        Faults {
+            failing_writes: vec![1],
+            ..Faults::default()
+        },
+        Faults {
+            failing_syncs: vec![1],
+            ..Faults::default()
+        },
+    ];
+    for (index, plan) in plans.into_iter().enumerate() {
+        for power_cut in [false, true] {
+            let disk = SimStorage::new();
+            disk.set_faults(plan_clone(&plan));
+            let error = open(Arc::new(disk.clone()), &options(Durability::Sync))
+                .err()
+                .expect("the creation fails");
+            assert_eq!(error.code(), ErrorCode::Io, "plan {index}: {error}");
+            let disk = if power_cut {
+                disk.crash(
+                    &mut rand::rngs::StdRng::seed_from_u64(3),
+                    CrashPolicy::KeepAll,
+                )
+            } else {
+                disk.set_faults(Faults::default());
+                disk
+            };
+            let (log, recovered) = open(Arc::new(disk), &options(Durability::Sync))
+                .unwrap_or_else(|error| panic!("plan {index}, power cut {power_cut}: {error}"));
+            assert!(recovered.is_empty());
+            log.append(b"created at last").unwrap();
+        }
+    }
+}
+
+fn plan_clone(plan: &Faults) -> Faults {
+    Faults {
+        failing_syncs: plan.failing_syncs.clone(),
+        fail_syncs_from: plan.fail_syncs_from,
+        failing_allocations: plan.failing_allocations.clone(),
+        failing_writes: plan.failing_writes.clone(),
+    }
+}
