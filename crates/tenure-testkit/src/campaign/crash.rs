@@ -12,13 +12,12 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tenure::{Durability, Log, LogOptions, ManualClock, Store, StoreOptions};
+use tenure::{Durability, Log, LogOptions, Store};
 
-use super::workload::{self, Applied};
-use crate::model::Model;
+use super::image::Session;
+use super::workload;
 use crate::{payload, CrashPolicy, SimStorage};
 
-pub const START_MICROS: u64 = 1_700_000_000_000_000;
 pub const POLICIES: [CrashPolicy; 3] = [
     CrashPolicy::DropAll,
     CrashPolicy::KeepAll,
@@ -34,151 +33,41 @@ pub fn case_from_seed(seed: u64) -> u64 {
     }
 }
 
-pub fn store_options(
-    clock: &ManualClock,
-    durability: Durability,
-    segment_size_bytes: u64,
-) -> StoreOptions {
-    StoreOptions {
-        durability,
-        segment_size_bytes,
-        clock: Arc::new(clock.clone()),
-        background_compaction_interval: None,
-        ..StoreOptions::default()
-    }
-}
-
-/// One store's life on a simulated disk, with the states a power cut may leave.
-struct Run {
-    clock: ManualClock,
-    durability: Durability,
-    segment_size_bytes: u64,
-    disk: SimStorage,
-    store: Option<Store>,
-    /// The model after each acknowledged write since the last reopen; `[0]` is the state at
-    /// the reopen.
-    history: Vec<Model>,
-    /// `history[durable..]` are the states a power cut now may leave.
-    durable: usize,
-}
-
-impl Run {
-    fn open(&self) -> Store {
-        Store::open_with_storage(
-            Arc::new(self.disk.clone()),
-            store_options(&self.clock, self.durability, self.segment_size_bytes),
-        )
-        .unwrap_or_else(|error| panic!("open failed: {error:?}"))
-    }
-
-    fn store(&self) -> &Store {
-        self.store.as_ref().expect("the store is open")
-    }
-
-    fn acknowledged(&mut self, next: Model) {
-        self.history.push(next);
-        if self.durability == Durability::Sync {
-            self.durable = self.history.len() - 1;
-        }
-    }
-
-    fn all_durable(&mut self) {
-        self.durable = self.history.len() - 1;
-    }
-
-    /// Loses power, reopens, and checks the recovered state.
-    fn crash(&mut self, rng: &mut impl Rng, policy: CrashPolicy) {
-        let crashed = self.disk.crash(rng, policy);
-        drop(self.store.take());
-        self.disk = crashed;
-        let store = Store::open_with_storage(
-            Arc::new(self.disk.clone()),
-            store_options(&self.clock, self.durability, self.segment_size_bytes),
-        )
-        .unwrap_or_else(|error| panic!("reopen after a power cut ({policy:?}) failed: {error:?}"));
-        let state = workload::read_state(&store)
-            .unwrap_or_else(|error| panic!("reading the recovered store: {error:?}"));
-        let index = workload::match_state(&self.history[self.durable..], &state)
-            .unwrap_or_else(|message| {
-                panic!(
-                    "after a power cut ({policy:?}, {:?}, {} acknowledged writes, {} durable): {message}",
-                    self.durability,
-                    self.history.len() - 1,
-                    self.durable
-                )
-            });
-        let recovered = self.history[self.durable + index].clone();
-        self.history = vec![recovered];
-        self.durable = 0;
-        self.store = Some(store);
-    }
-}
-
 /// A store workload with power cuts; the last step is always one. Returns the number of power
 /// cuts it made.
 pub fn store_case(rng: &mut impl Rng) -> u64 {
-    let durability = if rng.gen_bool(0.5) {
-        Durability::Sync
-    } else {
-        Durability::Buffered
-    };
-    let segment_size_bytes = [4096u64, 8192][rng.gen_range(0..2)];
-    let clock = ManualClock::new(START_MICROS);
-    let mut run = Run {
-        clock,
-        durability,
-        segment_size_bytes,
-        disk: SimStorage::new(),
-        store: None,
-        history: vec![Model::default()],
-        durable: 0,
-    };
-    run.store = Some(run.open());
+    let mut session = Session::new(rng);
     let steps = rng.gen_range(1..30);
     let mut crashes = 0;
     for step in 0..steps {
-        match rng.gen_range(0..100) {
-            0..=79 => {
-                let op = workload::random_write(rng, segment_size_bytes);
-                let model = run.history.last().expect("never empty").clone();
-                match workload::apply(run.store(), &model, &op) {
-                    Applied::Written(next) => run.acknowledged(next),
-                    Applied::Refused => {}
-                    Applied::Failed { error, .. } => {
-                        panic!("step {step}: {op:?} failed without a fault: {error:?}")
-                    }
-                }
-            }
-            80..=85 => {
-                run.store()
-                    .flush()
-                    .unwrap_or_else(|error| panic!("step {step}: flush: {error:?}"));
-                run.all_durable();
-            }
-            86..=89 => {
-                run.store()
-                    .compact()
-                    .unwrap_or_else(|error| panic!("step {step}: compact: {error:?}"));
-            }
-            90..=92 => {
-                run.store
-                    .take()
-                    .expect("open")
-                    .close()
-                    .unwrap_or_else(|error| panic!("step {step}: close: {error:?}"));
-                run.all_durable();
-                run.store = Some(run.open());
-            }
-            _ => {
-                let policy = POLICIES[rng.gen_range(0..POLICIES.len())];
-                run.crash(rng, policy);
-                crashes += 1;
-            }
+        if rng.gen_ratio(1, 12) {
+            crash_and_check(&mut session, rng);
+            crashes += 1;
+        } else {
+            session.step(rng, step);
         }
     }
-    let policy = POLICIES[rng.gen_range(0..POLICIES.len())];
-    run.crash(rng, policy);
+    crash_and_check(&mut session, rng);
     crashes + 1
+}
+
+/// Loses power, reopens, and checks the recovered state is one the model allows.
+pub fn crash_and_check(session: &mut Session, rng: &mut impl Rng) {
+    let policy = POLICIES[rng.gen_range(0..POLICIES.len())];
+    let disk = session.crash_image(rng, policy);
+    let store = Store::open_with_storage(Arc::new(disk.clone()), session.options())
+        .unwrap_or_else(|error| panic!("reopen after a power cut ({policy:?}) failed: {error:?}"));
+    let state = workload::read_state(&store)
+        .unwrap_or_else(|error| panic!("reading the recovered store: {error:?}"));
+    let index = workload::match_state(session.allowed(), &state).unwrap_or_else(|message| {
+        panic!(
+            "after a power cut ({policy:?}, {:?}, {} acknowledged writes, {} durable): {message}",
+            session.durability,
+            session.history.len() - 1,
+            session.durable
+        )
+    });
+    session.recovered(disk, store, index);
 }
 
 /// Opens the log and returns it with every recovered `(version, payload)`.

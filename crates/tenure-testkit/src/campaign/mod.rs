@@ -7,7 +7,10 @@
 //! replays it.
 
 pub mod byte_rng;
+pub mod corruption;
 pub mod crash;
+pub mod image;
+pub mod io_faults;
 pub mod kill;
 pub mod workload;
 
@@ -132,6 +135,8 @@ pub fn run_case(campaign: Campaign, seed: u64, context: &Context) -> u64 {
     match campaign {
         Campaign::Crash => crash::case_from_seed(seed),
         Campaign::Kill => kill::case(seed, context),
+        Campaign::Corruption => corruption::case_from_seed(seed),
+        Campaign::IoFaults => io_faults::case_from_seed(seed),
         other => panic!("campaign {} is not implemented yet", other.name()),
     }
 }
