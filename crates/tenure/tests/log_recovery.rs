@@ -86,64 +86,10 @@ fn payload_size_limit_is_enforced_with_a_named_argument() {
 
 /// Writes random records, crashes the simulated disk at a random point, reopens and checks:
 /// every acknowledged record is there and intact; what comes back is a prefix of what was
-/// written (no record without every earlier one); no torn record is returned.
+/// written (no record without every earlier one); no torn record is returned. The case lives
+/// in `tenure_testkit::campaign::crash::log_case` (the torture crash campaign runs it too).
 fn crash_once(seed: u64) {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let durability = if rng.gen_bool(0.5) {
-        Durability::Sync
-    } else {
-        Durability::Buffered
-    };
-    let policy = [
-        CrashPolicy::DropAll,
-        CrashPolicy::KeepAll,
-        CrashPolicy::Random,
-    ][rng.gen_range(0..3)];
-    let disk = SimStorage::new();
-    let segment_size = [4096u64, 8192, SMALL_SEGMENT_BYTES][rng.gen_range(0..3)];
-    let log_options = LogOptions {
-        segment_size_bytes: segment_size,
-        durability,
-        ..LogOptions::default()
-    };
-    let (log, _) = open(Arc::new(disk.clone()), &log_options).unwrap();
-    let mut written: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut acknowledged_durable = 0usize;
-    let steps = rng.gen_range(0..40);
-    for index in 0..steps {
-        let size = match rng.gen_range(0..10) {
-            0 => rng.gen_range(0..(segment_size as usize * 2)),
-            _ => rng.gen_range(16..300),
-        };
-        let bytes = payload::make(seed, index, size);
-        let (version, _) = log.append(&bytes).unwrap();
-        written.push((version, bytes));
-        if durability == Durability::Sync {
-            acknowledged_durable = written.len();
-        } else if rng.gen_range(0..8) == 0 {
-            log.flush().unwrap();
-            acknowledged_durable = written.len();
-        }
-    }
-    let crashed = disk.crash(&mut rng, policy);
-    drop(log);
-    let (_, recovered) = open(Arc::new(crashed), &log_options)
-        .unwrap_or_else(|error| panic!("seed {seed}: reopen after crash failed: {error}"));
-    assert!(
-        recovered.len() >= acknowledged_durable,
-        "seed {seed}: {} acknowledged durable records, only {} recovered",
-        acknowledged_durable,
-        recovered.len()
-    );
-    assert!(
-        recovered.len() <= written.len(),
-        "seed {seed}: more records than written"
-    );
-    assert_eq!(
-        recovered[..],
-        written[..recovered.len()],
-        "seed {seed}: recovered records are not a prefix of the written ones"
-    );
+    tenure_testkit::campaign::crash::log_case(&mut rand::rngs::StdRng::seed_from_u64(seed), seed);
 }
 
 #[test]

@@ -54,7 +54,9 @@ pub fn store_case(rng: &mut impl Rng) -> u64 {
 /// Loses power, reopens, and checks the recovered state is one the model allows.
 pub fn crash_and_check(session: &mut Session, rng: &mut impl Rng) {
     let policy = POLICIES[rng.gen_range(0..POLICIES.len())];
-    let disk = session.crash_image(rng, policy);
+    // The sectors in flight depend on the background flusher's timing; their fates come from
+    // a stream of their own, so the rest of the case replays the same from its seed.
+    let disk = session.crash_image(&mut StdRng::seed_from_u64(rng.gen()), policy);
     let store = Store::open_with_storage(Arc::new(disk.clone()), session.options())
         .unwrap_or_else(|error| panic!("reopen after a power cut ({policy:?}) failed: {error:?}"));
     let state = workload::read_state(&store)

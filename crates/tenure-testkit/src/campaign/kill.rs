@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tenure::{Durability, FileStorage, Log, LogOptions};
+use tenure::{Durability, ErrorCode, FileStorage, Log, LogOptions};
 
 use super::Context;
 use crate::payload;
@@ -35,16 +35,12 @@ pub fn writer_main(arguments: &[String]) -> Result<(), String> {
         ..LogOptions::default()
     };
     let mut next_index = 0u64;
-    let log = Log::open(
-        Arc::new(FileStorage::new(directory)),
-        &options,
-        &mut |record| {
-            if let Some((_, index)) = payload::check(record.payload) {
-                next_index = next_index.max(index + 1);
-            }
-            Ok(())
-        },
-    )
+    let log = open_retrying(Path::new(directory), &options, &mut |record| {
+        if let Some((_, index)) = payload::check(record.payload) {
+            next_index = next_index.max(index + 1);
+        }
+        Ok(())
+    })
     .map_err(|error| format!("open failed: {error}"))?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -61,13 +57,35 @@ pub fn writer_main(arguments: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Starts the writer, kills it after `run_for`, returns its acknowledgements.
+/// Opens the log, retrying while it is locked: when cases run on several threads, a child
+/// another thread is starting holds a copy of every descriptor of this process (the store's
+/// flock too) between its fork and its exec.
+fn open_retrying(
+    directory: &Path,
+    options: &LogOptions,
+    replay: &mut dyn FnMut(tenure::RecoveredRecord<'_>) -> tenure::Result<()>,
+) -> tenure::Result<Log> {
+    let mut attempts = 0;
+    loop {
+        match Log::open(Arc::new(FileStorage::new(directory)), options, replay) {
+            Err(error) if error.code() == ErrorCode::StoreLocked && attempts < 5_000 => {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Starts the writer and kills it `run_for` after its start, or (when `after_first`) after
+/// its first acknowledgement; returns its acknowledgements.
 fn acknowledged_then_killed(
     program: &Path,
     leading: &[String],
     directory: &Path,
     stream: u64,
     run_for: Duration,
+    after_first: bool,
 ) -> Vec<(u64, u64, usize)> {
     let mut child = Command::new(program)
         .args(leading)
@@ -79,6 +97,7 @@ fn acknowledged_then_killed(
         .spawn()
         .unwrap_or_else(|error| panic!("start the writer {}: {error}", program.display()));
     let stdout = child.stdout.take().expect("piped");
+    let (first, first_seen) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
         let mut acknowledged = Vec::new();
         for line in BufReader::new(stdout).lines() {
@@ -89,11 +108,16 @@ fn acknowledged_then_killed(
                     (version.parse(), index.parse(), length.parse())
                 {
                     acknowledged.push((version, index, length));
+                    let _ = first.send(());
                 }
             }
         }
         acknowledged
     });
+    if after_first {
+        // A slow start (a busy machine) must not turn into a cycle that checks nothing.
+        let _ = first_seen.recv_timeout(Duration::from_secs(20));
+    }
     std::thread::sleep(run_for);
     child.kill().expect("kill -9");
     child.wait().expect("wait for the killed writer");
@@ -111,8 +135,12 @@ pub fn case(seed: u64, context: &Context) -> u64 {
     let _ = std::fs::remove_dir_all(&directory);
     let mut total_acknowledged = 0;
     for cycle in 0..CYCLES_PER_CASE {
-        let run_for = Duration::from_micros(rng.gen_range(5_000..30_000));
-        let acknowledged = acknowledged_then_killed(program, leading, &directory, seed, run_for);
+        // The first cycle kills while records are appended; later ones at any moment from the
+        // start, which may be while the writer is still recovering the log.
+        let after_first = cycle == 0 || rng.gen_bool(0.5);
+        let run_for = Duration::from_micros(rng.gen_range(0..20_000));
+        let acknowledged =
+            acknowledged_then_killed(program, leading, &directory, seed, run_for, after_first);
         total_acknowledged += acknowledged.len();
         let mut recovered = std::collections::BTreeMap::new();
         let options = LogOptions {
@@ -120,16 +148,12 @@ pub fn case(seed: u64, context: &Context) -> u64 {
             durability: Durability::Sync,
             ..LogOptions::default()
         };
-        let log = Log::open(
-            Arc::new(FileStorage::new(&directory)),
-            &options,
-            &mut |record| {
-                let (_, index) = payload::check(record.payload)
-                    .unwrap_or_else(|| panic!("cycle {cycle}: a recovered record is torn"));
-                recovered.insert(record.version, (index, record.payload.len()));
-                Ok(())
-            },
-        )
+        let log = open_retrying(&directory, &options, &mut |record| {
+            let (_, index) = payload::check(record.payload)
+                .unwrap_or_else(|| panic!("cycle {cycle}: a recovered record is torn"));
+            recovered.insert(record.version, (index, record.payload.len()));
+            Ok(())
+        })
         .unwrap_or_else(|error| panic!("cycle {cycle}: reopen after kill -9 failed: {error}"));
         drop(log);
         for (version, index, length) in &acknowledged {

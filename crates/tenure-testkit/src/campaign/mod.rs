@@ -6,12 +6,15 @@
 //! harness here turns the panic into a failure that names the seed and the command that
 //! replays it.
 
+pub mod bank;
 pub mod byte_rng;
 pub mod corruption;
 pub mod crash;
+pub mod histories;
 pub mod image;
 pub mod io_faults;
 pub mod kill;
+pub mod lease_schedule;
 pub mod workload;
 
 use std::cell::RefCell;
@@ -137,7 +140,9 @@ pub fn run_case(campaign: Campaign, seed: u64, context: &Context) -> u64 {
         Campaign::Kill => kill::case(seed, context),
         Campaign::Corruption => corruption::case_from_seed(seed),
         Campaign::IoFaults => io_faults::case_from_seed(seed),
-        other => panic!("campaign {} is not implemented yet", other.name()),
+        Campaign::Linearizability => histories::case(seed),
+        Campaign::Bank => bank::case(seed),
+        Campaign::Leases => lease_schedule::case_from_seed(seed),
     }
 }
 
