@@ -8,7 +8,8 @@
 //! non-zero on any failure.
 //!
 //! `torture --writer DIRECTORY STREAM SEGMENT_SIZE_BYTES` is the child a kill -9 cycle starts
-//! (it behaves like the `log_writer` binary).
+//! (it behaves like the `log_writer` binary); `torture --write-fuzz-corpus DIRECTORY` writes
+//! the fuzz targets' seed corpora (committed under fuzz/corpus/).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -83,6 +84,18 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Arguments, Strin
     Ok(parsed)
 }
 
+/// Writes each fuzz target's seed inputs to DIRECTORY/<target>/seed-<n>.
+fn write_fuzz_corpus(directory: &std::path::Path) -> std::io::Result<()> {
+    for target in tenure_testkit::fuzz::TARGETS {
+        let target_directory = directory.join(target);
+        std::fs::create_dir_all(&target_directory)?;
+        for (index, seed) in tenure_testkit::fuzz::seeds(target).iter().enumerate() {
+            std::fs::write(target_directory.join(format!("seed-{index}")), seed)?;
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let mut arguments = std::env::args().skip(1).peekable();
     if arguments.peek().map(String::as_str) == Some("--writer") {
@@ -92,6 +105,20 @@ fn main() -> ExitCode {
             Err(message) => {
                 eprintln!("torture --writer: {message}");
                 ExitCode::from(2)
+            }
+        };
+    }
+    if arguments.peek().map(String::as_str) == Some("--write-fuzz-corpus") {
+        let rest: Vec<String> = arguments.skip(1).collect();
+        let [directory] = &rest[..] else {
+            eprintln!("usage: torture --write-fuzz-corpus DIRECTORY");
+            return ExitCode::from(2);
+        };
+        return match write_fuzz_corpus(std::path::Path::new(directory)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("torture --write-fuzz-corpus: {error}");
+                ExitCode::FAILURE
             }
         };
     }

@@ -81,6 +81,19 @@ pub fn case_from_seed(seed: u64) -> u64 {
     case(&workload, &mut rng)
 }
 
+/// A workload with one fault at a call site the random source picks (a fuzz case). A site
+/// past the workload's calls never fires: the run must then simply pass.
+pub fn single_fault(rng: &mut impl Rng) {
+    let workload = random_workload(rng);
+    let n = rng.gen_range(1..=64);
+    let site = match rng.gen_range(0..3) {
+        0 => CallSite::Sync(n),
+        1 => CallSite::Allocation(n),
+        _ => CallSite::Write(n),
+    };
+    with_fault(&workload, site, rng);
+}
+
 /// Runs `workload` faultless to count its calls, then with a fault at each one. Returns the
 /// number of faulty runs.
 pub fn case(workload: &Workload, rng: &mut impl Rng) -> u64 {

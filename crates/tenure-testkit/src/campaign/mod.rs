@@ -10,7 +10,10 @@ pub mod bank;
 pub mod byte_rng;
 pub mod corruption;
 pub mod crash;
+#[cfg(feature = "ffi")]
+pub mod ffi_calls;
 pub mod histories;
+pub mod hostile;
 pub mod image;
 pub mod io_faults;
 pub mod kill;
