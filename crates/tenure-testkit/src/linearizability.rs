@@ -17,6 +17,14 @@
 //!   floor), otherwise `ConditionNotMet` and nothing changes;
 //! - `delete` → `Deleted` iff the item exists (the item becomes `None`), otherwise `NotFound`.
 //!
+//! Leases (SPEC §4, infinite leases with fixed ids, no clock moves) add a holder to the state:
+//! `acquire(id)` → granted iff the item exists and is free or already held by `id`
+//! (`LeaseAlreadyPresent` otherwise); `release(id)` → released iff held by `id`
+//! (`LeaseIdMismatchWithLeaseOperation` otherwise); a write with no lease id on a leased item
+//! is refused with `LeaseIdMissing`, with another id `LeaseIdMismatchWithBlobOperation`, with
+//! an id on an unleased item `LeaseNotPresentWithBlobOperation` — checked after existence and
+//! before conditions (SPEC §3 order of checks); a delete ends the lease.
+//!
 //! A response the specification does not allow at an operation's linearization point (including
 //! any other error) makes that point illegal. The search is Wing & Gong's, as refined by Lowe
 //! ("just-in-time" linearization) with the memoisation of Horn & Kroening's P-compositionality
@@ -45,6 +53,22 @@ pub enum Call {
         if_match: Version,
     },
     Delete,
+    /// A put naming lease `lease` (an index: the store's id is derived from it).
+    PutWithLease {
+        value: Vec<u8>,
+        lease: u8,
+    },
+    /// A delete naming lease `lease`.
+    DeleteWithLease {
+        lease: u8,
+    },
+    /// Acquire an infinite lease proposing id `lease`.
+    AcquireLease {
+        lease: u8,
+    },
+    ReleaseLease {
+        lease: u8,
+    },
 }
 
 /// What an operation answered.
@@ -60,6 +84,12 @@ pub enum Response {
     NotFound,
     /// `ConditionNotMet` (a conditional put whose ETag did not match).
     ConditionNotMet,
+    /// A lease was granted (or kept, acquired again with its id).
+    LeaseGranted,
+    /// A lease was released.
+    LeaseReleased,
+    /// A refusal the specification may allow, by code name (a lease or lock refusal).
+    Refused(String),
     /// Any other error, by code name; the specification never allows it.
     Failed(String),
 }
@@ -125,6 +155,13 @@ pub fn describe(operation: &Operation) -> String {
             if_match,
         } => format!("put {} if_match v{if_match}", value(bytes)),
         Call::Delete => "delete".to_owned(),
+        Call::PutWithLease {
+            value: bytes,
+            lease,
+        } => format!("put {} with lease {lease}", value(bytes)),
+        Call::DeleteWithLease { lease } => format!("delete with lease {lease}"),
+        Call::AcquireLease { lease } => format!("acquire lease {lease}"),
+        Call::ReleaseLease { lease } => format!("release lease {lease}"),
     };
     let response = match &operation.response {
         Response::Found {
@@ -135,6 +172,9 @@ pub fn describe(operation: &Operation) -> String {
         Response::Deleted => "ok".to_owned(),
         Response::NotFound => "NotFound".to_owned(),
         Response::ConditionNotMet => "ConditionNotMet".to_owned(),
+        Response::LeaseGranted => "granted".to_owned(),
+        Response::LeaseReleased => "released".to_owned(),
+        Response::Refused(code) => format!("refused {code}"),
         Response::Failed(code) => format!("error {code}"),
     };
     format!(
@@ -189,6 +229,8 @@ struct State {
     current: Option<u32>,
     /// The highest version written to the key so far (0 initially).
     floor: Version,
+    /// Who holds the key's lease, if anyone.
+    lease: Option<u8>,
 }
 
 /// A fixed-size set of operation indices.
@@ -245,7 +287,9 @@ impl<'a> Search<'a> {
         let current = state.current.map(|writer| {
             let writer = &self.operations[writer as usize];
             let value = match &writer.call {
-                Call::Put { value } | Call::PutIfMatch { value, .. } => value,
+                Call::Put { value }
+                | Call::PutIfMatch { value, .. }
+                | Call::PutWithLease { value, .. } => value,
                 _ => unreachable!("only puts become the current item"),
             };
             let Response::Written { version } = writer.response else {
@@ -257,27 +301,97 @@ impl<'a> Search<'a> {
             (version > state.floor).then_some(State {
                 current: Some(index as u32),
                 floor: version,
+                lease: state.lease,
             })
+        };
+        // SPEC §4: the lease check of a write (after existence, before conditions).
+        let lease_check = |given: Option<u8>| -> Result<(), &'static str> {
+            match (state.lease, given) {
+                (None, None) => Ok(()),
+                (None, Some(_)) => Err("LeaseNotPresentWithBlobOperation"),
+                (Some(holder), Some(given)) if holder == given => Ok(()),
+                (Some(_), Some(_)) => Err("LeaseIdMismatchWithBlobOperation"),
+                (Some(_), None) => Err("LeaseIdMissing"),
+            }
+        };
+        let refused_as = |given: Option<u8>, code: &str| {
+            (lease_check(given).err() == Some(code)).then_some(state)
+        };
+        let deleted = State {
+            current: None,
+            floor: state.floor,
+            lease: None,
         };
         match (&operation.call, &operation.response) {
             (Call::Get, Response::Found { value, version }) => {
                 (current == Some((value, *version))).then_some(state)
             }
             (Call::Get, Response::NotFound) => current.is_none().then_some(state),
-            (Call::Put { .. }, Response::Written { version }) => written(*version),
+            (Call::Put { .. }, Response::Written { version }) => {
+                lease_check(None).ok().and_then(|()| written(*version))
+            }
+            (Call::PutWithLease { lease, .. }, Response::Written { version }) => {
+                lease_check(Some(*lease))
+                    .ok()
+                    .and_then(|()| written(*version))
+            }
+            (Call::Put { .. } | Call::PutIfMatch { .. }, Response::Refused(code)) => {
+                refused_as(None, code)
+            }
+            (Call::PutWithLease { lease, .. }, Response::Refused(code)) => {
+                refused_as(Some(*lease), code)
+            }
             (Call::PutIfMatch { if_match, .. }, Response::Written { version }) => match current {
-                Some((_, current_version)) if current_version == *if_match => written(*version),
+                Some((_, current_version))
+                    if current_version == *if_match && lease_check(None).is_ok() =>
+                {
+                    written(*version)
+                }
                 _ => None,
             },
             (Call::PutIfMatch { if_match, .. }, Response::ConditionNotMet) => match current {
+                _ if lease_check(None).is_err() => None,
                 Some((_, current_version)) if current_version == *if_match => None,
                 _ => Some(state),
             },
-            (Call::Delete, Response::Deleted) => current.map(|_| State {
-                current: None,
-                floor: state.floor,
-            }),
-            (Call::Delete, Response::NotFound) => current.is_none().then_some(state),
+            (Call::Delete, Response::Deleted) => {
+                (current.is_some() && lease_check(None).is_ok()).then_some(deleted)
+            }
+            (Call::DeleteWithLease { lease }, Response::Deleted) => {
+                (current.is_some() && lease_check(Some(*lease)).is_ok()).then_some(deleted)
+            }
+            (Call::Delete | Call::DeleteWithLease { .. }, Response::NotFound) => {
+                current.is_none().then_some(state)
+            }
+            (Call::Delete, Response::Refused(code)) => current.and(refused_as(None, code)),
+            (Call::DeleteWithLease { lease }, Response::Refused(code)) => {
+                current.and(refused_as(Some(*lease), code))
+            }
+            (Call::AcquireLease { lease }, Response::LeaseGranted) => match state.lease {
+                _ if current.is_none() => None,
+                None => Some(State {
+                    lease: Some(*lease),
+                    ..state
+                }),
+                Some(holder) => (holder == *lease).then_some(state),
+            },
+            (Call::AcquireLease { lease }, Response::Refused(code)) => (current.is_some()
+                && code == "LeaseAlreadyPresent"
+                && state.lease.is_some_and(|holder| holder != *lease))
+            .then_some(state),
+            (Call::ReleaseLease { lease }, Response::LeaseReleased) => {
+                (current.is_some() && state.lease == Some(*lease)).then_some(State {
+                    lease: None,
+                    ..state
+                })
+            }
+            (Call::ReleaseLease { lease }, Response::Refused(code)) => (current.is_some()
+                && code == "LeaseIdMismatchWithLeaseOperation"
+                && state.lease != Some(*lease))
+            .then_some(state),
+            (Call::AcquireLease { .. } | Call::ReleaseLease { .. }, Response::NotFound) => {
+                current.is_none().then_some(state)
+            }
             _ => None,
         }
     }
@@ -303,6 +417,7 @@ impl<'a> Search<'a> {
             state: State {
                 current: None,
                 floor: 0,
+                lease: None,
             },
             cursor: 0,
             horizon: self.horizon(&linearized),
@@ -402,6 +517,92 @@ mod tests {
     fn on_key(key: &str, mut operation: Operation) -> Operation {
         operation.key = key.as_bytes().to_vec();
         operation
+    }
+
+    #[test]
+    fn lease_rules_are_part_of_the_specification() {
+        let acquire = |lease| Call::AcquireLease { lease };
+        let refused = |code: &str| Response::Refused(code.to_owned());
+        let sequential = [
+            op(0, 1, 2, acquire(0), Response::NotFound),
+            op(0, 3, 4, put("a"), written(1)),
+            op(0, 5, 6, acquire(0), Response::LeaseGranted),
+            op(1, 7, 8, acquire(1), refused("LeaseAlreadyPresent")),
+            op(1, 9, 10, put("b"), refused("LeaseIdMissing")),
+            op(1, 11, 12, put_if("b", 1), refused("LeaseIdMissing")),
+            op(
+                1,
+                13,
+                14,
+                Call::ReleaseLease { lease: 1 },
+                refused("LeaseIdMismatchWithLeaseOperation"),
+            ),
+            op(
+                0,
+                15,
+                16,
+                Call::PutWithLease {
+                    value: b"c".to_vec(),
+                    lease: 0,
+                },
+                written(2),
+            ),
+            op(
+                1,
+                17,
+                18,
+                Call::DeleteWithLease { lease: 1 },
+                refused("LeaseIdMismatchWithBlobOperation"),
+            ),
+            op(
+                0,
+                19,
+                20,
+                Call::ReleaseLease { lease: 0 },
+                Response::LeaseReleased,
+            ),
+            op(
+                1,
+                21,
+                22,
+                Call::PutWithLease {
+                    value: b"d".to_vec(),
+                    lease: 1,
+                },
+                refused("LeaseNotPresentWithBlobOperation"),
+            ),
+            op(1, 23, 24, acquire(1), Response::LeaseGranted),
+            op(
+                1,
+                25,
+                26,
+                Call::DeleteWithLease { lease: 1 },
+                Response::Deleted,
+            ),
+            // The delete ended the lease: a plain put creates the item again.
+            op(0, 27, 28, put("e"), written(3)),
+        ];
+        assert!(check(&sequential).is_ok());
+        // Two holders at once, or a write without the id while leased, have no linearization.
+        let two_holders = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(0, 3, 4, acquire(0), Response::LeaseGranted),
+            op(1, 5, 6, acquire(1), Response::LeaseGranted),
+        ];
+        assert!(check(&two_holders).is_err());
+        let unleased_write = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(0, 3, 4, acquire(0), Response::LeaseGranted),
+            op(1, 5, 6, put("b"), written(2)),
+        ];
+        assert!(check(&unleased_write).is_err());
+        // Overlapping acquires: either may win, but only one.
+        let racing = [
+            op(0, 1, 2, put("a"), written(1)),
+            op(0, 3, 8, acquire(0), Response::LeaseGranted),
+            op(1, 4, 7, acquire(1), refused("LeaseAlreadyPresent")),
+        ];
+        assert!(check(&racing).is_ok());
     }
 
     #[test]

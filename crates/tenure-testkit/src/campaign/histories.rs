@@ -1,5 +1,6 @@
-//! Linearizability histories (SPEC §3 step 6, §9 "strong"): threads race gets, puts,
-//! conditional puts and deletes on a few keys of a fresh store; each history is recorded with
+//! Linearizability histories (SPEC §3 step 6, §9 "strong"; §4 leases): threads race gets, puts,
+//! conditional puts and deletes — and, in lease histories, lease acquires and releases and
+//! writes with and without lease ids — on a few keys of a fresh store; each history is recorded with
 //! invoke/return instants from one shared counter and checked per key against a register with
 //! ETag semantics by the Wing–Gong search in [`crate::linearizability`].
 //!
@@ -13,8 +14,8 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tenure::{
-    Conditions, Durability, ETag, ErrorCode, ManualClock, ReadOptions, Store, StoreOptions,
-    Version, WriteOptions,
+    Conditions, Durability, ETag, ErrorCode, LeaseDuration, LeaseId, LeaseRequest, ManualClock,
+    ReadOptions, Store, StoreOptions, Version, WriteOptions,
 };
 
 use crate::linearizability::{self, Call, Operation, Response};
@@ -36,6 +37,11 @@ fn response_of_error(error: &tenure::Error) -> Response {
     match error.code() {
         ErrorCode::NotFound => Response::NotFound,
         ErrorCode::ConditionNotMet => Response::ConditionNotMet,
+        code @ (ErrorCode::LeaseAlreadyPresent
+        | ErrorCode::LeaseIdMismatchWithLeaseOperation
+        | ErrorCode::LeaseIdMissing
+        | ErrorCode::LeaseIdMismatchWithBlobOperation
+        | ErrorCode::LeaseNotPresentWithBlobOperation) => Response::Refused(code.name().to_owned()),
         code => Response::Failed(format!("{code:?}: {error}")),
     }
 }
@@ -96,6 +102,7 @@ fn run_thread(
                 Ok(()) => Response::Deleted,
                 Err(error) => response_of_error(&error),
             },
+            _ => unreachable!("item histories make no lease calls"),
         };
         let ret = clock.fetch_add(1, Ordering::SeqCst);
         if let Response::Found { version, .. } = &response {
@@ -166,17 +173,200 @@ pub fn overlapping_pairs(history: &[Operation]) -> usize {
     pairs
 }
 
-/// One history (durability from the seed: buffered three times in four), checked. Returns
-/// the number of overlapping pairs of operations on one key (how much the threads raced).
+/// The store's id for lease index `lease` (a fixed UUID per thread).
+fn lease_id(lease: u8) -> LeaseId {
+    LeaseId(0x1000_0000_0000_4000_8000_0000_0000_0000 | u128::from(lease))
+}
+
+/// One thread of a lease history: acquires and releases of its own infinite lease, gets,
+/// puts and deletes with its own lease id or none, conditional puts.
+fn run_lease_thread(
+    store: &Store,
+    clock: &AtomicU64,
+    thread: usize,
+    seed: u64,
+    operations: usize,
+) -> Vec<Operation> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut last_read: HashMap<&[u8], Version> = HashMap::new();
+    let own = thread as u8;
+    let mut history = Vec::with_capacity(operations);
+    for number in 0..operations {
+        let key = KEYS[rng.gen_range(0..2)];
+        let value = format!("t{thread}-{number}").into_bytes();
+        let call = match rng.gen_range(0..100) {
+            0..=19 => Call::Get,
+            20..=31 => Call::Put { value },
+            32..=45 => Call::PutWithLease { value, lease: own },
+            46..=53 => Call::PutIfMatch {
+                value,
+                if_match: last_read.get(key).copied().unwrap_or(0),
+            },
+            54..=58 => Call::Delete,
+            59..=63 => Call::DeleteWithLease { lease: own },
+            64..=83 => Call::AcquireLease { lease: own },
+            _ => Call::ReleaseLease { lease: own },
+        };
+        let with_lease = |lease: u8| WriteOptions {
+            lease_id: Some(lease_id(lease)),
+            ..WriteOptions::default()
+        };
+        let written = |result: tenure::Result<ETag>| match result {
+            Ok(etag) => Response::Written {
+                version: etag.version(),
+            },
+            Err(error) => response_of_error(&error),
+        };
+        let invoke = clock.fetch_add(1, Ordering::SeqCst);
+        let response = match &call {
+            Call::Get => match store.get(CONTAINER, key, &ReadOptions::default()) {
+                Ok(item) => Response::Found {
+                    value: item.value.unwrap_or_default(),
+                    version: item.version,
+                },
+                Err(error) => response_of_error(&error),
+            },
+            Call::Put { value } => {
+                written(store.put(CONTAINER, key, value, &WriteOptions::default()))
+            }
+            Call::PutWithLease { value, lease } => {
+                written(store.put(CONTAINER, key, value, &with_lease(*lease)))
+            }
+            Call::PutIfMatch { value, if_match } => {
+                let options = WriteOptions::with_conditions(Conditions::if_match(ETag(*if_match)));
+                written(store.put(CONTAINER, key, value, &options))
+            }
+            Call::Delete | Call::DeleteWithLease { .. } => {
+                let options = match &call {
+                    Call::DeleteWithLease { lease } => with_lease(*lease),
+                    _ => WriteOptions::default(),
+                };
+                match store.delete(CONTAINER, key, &options) {
+                    Ok(()) => Response::Deleted,
+                    Err(error) => response_of_error(&error),
+                }
+            }
+            Call::AcquireLease { lease } => {
+                let request = LeaseRequest {
+                    duration: LeaseDuration::Infinite,
+                    proposed_id: Some(lease_id(*lease)),
+                    holder: None,
+                };
+                match store.acquire_lease(CONTAINER, key, &request) {
+                    Ok(granted) if granted.id == lease_id(*lease) => Response::LeaseGranted,
+                    Ok(granted) => Response::Failed(format!("granted another id {}", granted.id)),
+                    Err(error) => response_of_error(&error),
+                }
+            }
+            Call::ReleaseLease { lease } => {
+                match store.release_lease(CONTAINER, key, lease_id(*lease)) {
+                    Ok(()) => Response::LeaseReleased,
+                    Err(error) => response_of_error(&error),
+                }
+            }
+        };
+        let ret = clock.fetch_add(1, Ordering::SeqCst);
+        if let Response::Found { version, .. } = &response {
+            last_read.insert(key, *version);
+        }
+        history.push(Operation {
+            key: key.to_vec(),
+            thread,
+            invoke,
+            ret,
+            call,
+            response,
+        });
+    }
+    history
+}
+
+/// Runs one seeded lease history (three threads, two keys) on a fresh store.
+pub fn record_lease_history(durability: Durability, seed: u64) -> Vec<Operation> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let threads = 3;
+    let store =
+        Store::open_with_storage(Arc::new(SimStorage::new()), store_options(durability)).unwrap();
+    store
+        .create_container(CONTAINER, &Default::default())
+        .unwrap();
+    let clock = AtomicU64::new(0);
+    let ready = AtomicUsize::new(0);
+    let thread_seeds: Vec<u64> = (0..threads).map(|_| rng.gen()).collect();
+    let history = std::thread::scope(|scope| {
+        let handles: Vec<_> = thread_seeds
+            .iter()
+            .enumerate()
+            .map(|(thread, &thread_seed)| {
+                let operations = rng.gen_range(20..=30);
+                let (store, clock, ready) = (&store, &clock, &ready);
+                scope.spawn(move || {
+                    ready.fetch_add(1, Ordering::SeqCst);
+                    while ready.load(Ordering::SeqCst) < threads {
+                        std::thread::yield_now();
+                    }
+                    run_lease_thread(store, clock, thread, thread_seed, operations)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().unwrap())
+            .collect()
+    });
+    store.close().unwrap();
+    history
+}
+
+/// One history, checked: by the seed modulo 4, item histories in `buffered` (0, 1) or `sync`
+/// (3) mode, or a lease history (2). Returns the number of overlapping pairs of operations on
+/// one key (how much the threads raced).
 pub fn case(seed: u64) -> u64 {
-    let durability = if seed % 4 == 3 {
+    let durability = if seed % 4 == 3 || seed % 8 == 6 {
         Durability::Sync
     } else {
         Durability::Buffered
     };
-    let history = record_history(durability, seed);
+    let history = if seed % 4 == 2 {
+        record_lease_history(durability, seed)
+    } else {
+        record_history(durability, seed)
+    };
     if let Err(violation) = linearizability::check(&history) {
         panic!("history {seed} ({durability:?}) is not linearizable:\n{violation}");
     }
     overlapping_pairs(&history) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_histories_reach_every_lease_outcome_and_check() {
+        let mut outcomes = std::collections::BTreeSet::new();
+        for seed in 0..30 {
+            let history = record_lease_history(Durability::Buffered, seed);
+            linearizability::check(&history).expect("linearizable");
+            for operation in &history {
+                outcomes.insert(match &operation.response {
+                    Response::Refused(code) => code.clone(),
+                    other => format!("{:?}", std::mem::discriminant(other)),
+                });
+            }
+        }
+        for code in [
+            "LeaseAlreadyPresent",
+            "LeaseIdMismatchWithLeaseOperation",
+            "LeaseIdMissing",
+            "LeaseIdMismatchWithBlobOperation",
+            "LeaseNotPresentWithBlobOperation",
+        ] {
+            assert!(
+                outcomes.contains(code),
+                "never refused with {code}: {outcomes:?}"
+            );
+        }
+        assert!(outcomes.len() >= 11, "{outcomes:?}");
+    }
 }
