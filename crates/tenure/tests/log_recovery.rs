@@ -484,3 +484,46 @@ fn plan_clone(plan: &Faults) -> Faults {
         failing_writes: plan.failing_writes.clone(),
     }
 }
+
+/// Found by the record_decoder fuzz target (fuzz/regressions/record_decoder/crash-934d6b…):
+/// a container-create record with a valid checksum whose name held a NUL was replayed, and
+/// the store opened with a container no call could name (listing it, then reading it, failed
+/// with InvalidArgument). A name the API would refuse is now a decode failure: `Corruption`.
+#[test]
+fn a_recovered_container_name_the_api_would_refuse_is_corruption() {
+    use tenure::{ManualClock, Store, StoreOptions};
+    // The payloads of a real store that created container "ab".
+    let disk = SimStorage::new();
+    let store_options = || StoreOptions {
+        segment_size_bytes: 4096,
+        clock: Arc::new(ManualClock::new(1_700_000_000_000_000)),
+        background_compaction_interval: None,
+        ..StoreOptions::default()
+    };
+    let store = tenure::Store::open_with_storage(Arc::new(disk.clone()), store_options()).unwrap();
+    store.create_container("ab", &Default::default()).unwrap();
+    store.close().unwrap();
+    let (_, payloads) = open(Arc::new(disk), &options(Durability::Sync)).unwrap();
+    let payloads: Vec<Vec<u8>> = payloads.into_iter().map(|(_, payload)| payload).collect();
+    // As written, the framed records open.
+    let files = tenure_testkit::campaign::hostile::files_with_records(&payloads);
+    let reopened =
+        Store::open_with_storage(Arc::new(SimStorage::with_files(files)), store_options()).unwrap();
+    assert_eq!(reopened.list_containers().unwrap(), vec!["ab".to_owned()]);
+    drop(reopened);
+    for bad in [&b"a\0"[..], b"/b"] {
+        let mut damaged = payloads.clone();
+        let record = damaged
+            .iter_mut()
+            .find(|payload| payload.windows(2).any(|pair| pair == b"ab"))
+            .expect("the container-create record");
+        let at = record.windows(2).position(|pair| pair == b"ab").unwrap();
+        record[at..at + 2].copy_from_slice(bad);
+        let files = tenure_testkit::campaign::hostile::files_with_records(&damaged);
+        let error =
+            Store::open_with_storage(Arc::new(SimStorage::with_files(files)), store_options())
+                .err()
+                .unwrap_or_else(|| panic!("a container named {bad:?} was recovered"));
+        assert_eq!(error.code(), ErrorCode::Corruption, "{error}");
+    }
+}

@@ -199,6 +199,33 @@ pub fn open_framed_records(data: &[u8]) {
     open_and_use(files, SEGMENT_BYTES);
 }
 
+/// A store directory (4 KiB segments) whose log holds `payloads` as data records with valid
+/// checksums, versions 1, 2, …, all below the durable watermark.
+pub fn files_with_records(payloads: &[Vec<u8>]) -> BTreeMap<String, Vec<u8>> {
+    let mut segment = Vec::new();
+    for (index, payload) in payloads.iter().enumerate() {
+        push_record(
+            &mut segment,
+            index as u64 + 1,
+            GENERATION as u32,
+            1,
+            payload,
+        );
+    }
+    assert!(
+        segment.len() <= SEGMENT_BYTES as usize,
+        "the records fit one segment"
+    );
+    let watermark = segment.len() as u64;
+    segment.resize(SEGMENT_BYTES as usize, 0);
+    let mut superblock = vec![0u8; 1024];
+    superblock[0..64].copy_from_slice(&superblock_copy(SEGMENT_BYTES, 1, watermark));
+    BTreeMap::from([
+        (SUPERBLOCK_FILE.to_owned(), superblock),
+        ("segment-0000000000000000.log".to_owned(), segment),
+    ])
+}
+
 /// Seed inputs for [`open_framed_records`]: the records of small real stores, in its format.
 pub fn framed_record_seeds() -> Vec<Vec<u8>> {
     (0..4u64)
