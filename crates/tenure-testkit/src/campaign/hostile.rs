@@ -58,8 +58,17 @@ fn open_and_use(files: BTreeMap<String, Vec<u8>>, segment_size_bytes: u64) {
                     );
                 }
             }
-            let _ = store.compact();
-            let _ = store.close();
+            for (what, result) in [
+                ("compact", store.compact().map(|_| ())),
+                ("close", store.close()),
+            ] {
+                if let Err(error) = result {
+                    assert!(
+                        matches!(error.code(), ErrorCode::Io | ErrorCode::Corruption),
+                        "{what} on a store that opened failed with {error:?}"
+                    );
+                }
+            }
         }
         Err(error) => assert!(
             matches!(error.code(), ErrorCode::Corruption | ErrorCode::Io),
