@@ -21,6 +21,15 @@ cargo deny --offline --locked check licenses bans sources
 step "tests"
 cargo test --workspace --locked
 
+step "fuzz corpora replayed on stable (with the C ABI target)"
+cargo test --locked -p tenure-testkit --features ffi --test fuzz_corpora
+
+step "reliability campaigns: torture --tier ci (release; docs/reliability.md)"
+cargo run --release --locked -p tenure-testkit --bin torture -- --tier ci
+
+step "reliability: every cargo-fuzz target for 60 s (RUSTC_BOOTSTRAP=1)"
+bash fuzz/run.sh 60
+
 step "quickstart example"
 example_directory=$(mktemp -d)
 cargo run --quiet --locked -p tenure --example quickstart -- "$example_directory/store"

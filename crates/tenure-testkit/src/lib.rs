@@ -1,6 +1,8 @@
 //! Reference model, simulated disk and generators shared by tenure's tests, fuzz targets and
 //! benchmarks.
 
+pub mod campaign;
+pub mod fuzz;
 pub mod lease_model;
 pub mod linearizability;
 pub mod model;

@@ -17,6 +17,14 @@
 //!   floor), otherwise `ConditionNotMet` and nothing changes;
 //! - `delete` → `Deleted` iff the item exists (the item becomes `None`), otherwise `NotFound`.
 //!
+//! Leases (SPEC §4, infinite leases with fixed ids, no clock moves) add a holder to the state:
+//! `acquire(id)` → granted iff the item exists and is free or already held by `id`
+//! (`LeaseAlreadyPresent` otherwise); `release(id)` → released iff held by `id`
+//! (`LeaseIdMismatchWithLeaseOperation` otherwise); a write with no lease id on a leased item
+//! is refused with `LeaseIdMissing`, with another id `LeaseIdMismatchWithBlobOperation`, with
+//! an id on an unleased item `LeaseNotPresentWithBlobOperation` — checked after existence and
+//! before conditions (SPEC §3 order of checks); a delete ends the lease.
+//!
 //! A response the specification does not allow at an operation's linearization point (including
 //! any other error) makes that point illegal. The search is Wing & Gong's, as refined by Lowe
 //! ("just-in-time" linearization) with the memoisation of Horn & Kroening's P-compositionality
@@ -45,6 +53,22 @@ pub enum Call {
         if_match: Version,
     },
     Delete,
+    /// A put naming lease `lease` (an index: the store's id is derived from it).
+    PutWithLease {
+        value: Vec<u8>,
+        lease: u8,
+    },
+    /// A delete naming lease `lease`.
+    DeleteWithLease {
+        lease: u8,
+    },
+    /// Acquire an infinite lease proposing id `lease`.
+    AcquireLease {
+        lease: u8,
+    },
+    ReleaseLease {
+        lease: u8,
+    },
 }
 
 /// What an operation answered.
@@ -60,6 +84,12 @@ pub enum Response {
     NotFound,
     /// `ConditionNotMet` (a conditional put whose ETag did not match).
     ConditionNotMet,
+    /// A lease was granted (or kept, acquired again with its id).
+    LeaseGranted,
+    /// A lease was released.
+    LeaseReleased,
+    /// A refusal the specification may allow, by code name (a lease or lock refusal).
+    Refused(String),
     /// Any other error, by code name; the specification never allows it.
     Failed(String),
 }
@@ -125,6 +155,13 @@ pub fn describe(operation: &Operation) -> String {
             if_match,
         } => format!("put {} if_match v{if_match}", value(bytes)),
         Call::Delete => "delete".to_owned(),
+        Call::PutWithLease {
+            value: bytes,
+            lease,
+        } => format!("put {} with lease {lease}", value(bytes)),
+        Call::DeleteWithLease { lease } => format!("delete with lease {lease}"),
+        Call::AcquireLease { lease } => format!("acquire lease {lease}"),
+        Call::ReleaseLease { lease } => format!("release lease {lease}"),
     };
     let response = match &operation.response {
         Response::Found {
@@ -135,6 +172,9 @@ pub fn describe(operation: &Operation) -> String {
         Response::Deleted => "ok".to_owned(),
         Response::NotFound => "NotFound".to_owned(),
         Response::ConditionNotMet => "ConditionNotMet".to_owned(),
+        Response::LeaseGranted => "granted".to_owned(),
+        Response::LeaseReleased => "released".to_owned(),
+        Response::Refused(code) => format!("refused {code}"),
         Response::Failed(code) => format!("error {code}"),
     };
     format!(
@@ -189,6 +229,8 @@ struct State {
     current: Option<u32>,
     /// The highest version written to the key so far (0 initially).
     floor: Version,
+    /// Who holds the key's lease, if anyone.
+    lease: Option<u8>,
 }
 
 /// A fixed-size set of operation indices.
@@ -245,7 +287,9 @@ impl<'a> Search<'a> {
         let current = state.current.map(|writer| {
             let writer = &self.operations[writer as usize];
             let value = match &writer.call {
-                Call::Put { value } | Call::PutIfMatch { value, .. } => value,
+                Call::Put { value }
+                | Call::PutIfMatch { value, .. }
+                | Call::PutWithLease { value, .. } => value,
                 _ => unreachable!("only puts become the current item"),
             };
             let Response::Written { version } = writer.response else {
@@ -257,27 +301,97 @@ impl<'a> Search<'a> {
             (version > state.floor).then_some(State {
                 current: Some(index as u32),
                 floor: version,
+                lease: state.lease,
             })
+        };
+        // SPEC §4: the lease check of a write (after existence, before conditions).
+        let lease_check = |given: Option<u8>| -> Result<(), &'static str> {
+            match (state.lease, given) {
+                (None, None) => Ok(()),
+                (None, Some(_)) => Err("LeaseNotPresentWithBlobOperation"),
+                (Some(holder), Some(given)) if holder == given => Ok(()),
+                (Some(_), Some(_)) => Err("LeaseIdMismatchWithBlobOperation"),
+                (Some(_), None) => Err("LeaseIdMissing"),
+            }
+        };
+        let refused_as = |given: Option<u8>, code: &str| {
+            (lease_check(given).err() == Some(code)).then_some(state)
+        };
+        let deleted = State {
+            current: None,
+            floor: state.floor,
+            lease: None,
         };
         match (&operation.call, &operation.response) {
             (Call::Get, Response::Found { value, version }) => {
                 (current == Some((value, *version))).then_some(state)
             }
             (Call::Get, Response::NotFound) => current.is_none().then_some(state),
-            (Call::Put { .. }, Response::Written { version }) => written(*version),
+            (Call::Put { .. }, Response::Written { version }) => {
+                lease_check(None).ok().and_then(|()| written(*version))
+            }
+            (Call::PutWithLease { lease, .. }, Response::Written { version }) => {
+                lease_check(Some(*lease))
+                    .ok()
+                    .and_then(|()| written(*version))
+            }
+            (Call::Put { .. } | Call::PutIfMatch { .. }, Response::Refused(code)) => {
+                refused_as(None, code)
+            }
+            (Call::PutWithLease { lease, .. }, Response::Refused(code)) => {
+                refused_as(Some(*lease), code)
+            }
             (Call::PutIfMatch { if_match, .. }, Response::Written { version }) => match current {
-                Some((_, current_version)) if current_version == *if_match => written(*version),
+                Some((_, current_version))
+                    if current_version == *if_match && lease_check(None).is_ok() =>
+                {
+                    written(*version)
+                }
                 _ => None,
             },
             (Call::PutIfMatch { if_match, .. }, Response::ConditionNotMet) => match current {
+                _ if lease_check(None).is_err() => None,
                 Some((_, current_version)) if current_version == *if_match => None,
                 _ => Some(state),
             },
-            (Call::Delete, Response::Deleted) => current.map(|_| State {
-                current: None,
-                floor: state.floor,
-            }),
-            (Call::Delete, Response::NotFound) => current.is_none().then_some(state),
+            (Call::Delete, Response::Deleted) => {
+                (current.is_some() && lease_check(None).is_ok()).then_some(deleted)
+            }
+            (Call::DeleteWithLease { lease }, Response::Deleted) => {
+                (current.is_some() && lease_check(Some(*lease)).is_ok()).then_some(deleted)
+            }
+            (Call::Delete | Call::DeleteWithLease { .. }, Response::NotFound) => {
+                current.is_none().then_some(state)
+            }
+            (Call::Delete, Response::Refused(code)) => current.and(refused_as(None, code)),
+            (Call::DeleteWithLease { lease }, Response::Refused(code)) => {
+                current.and(refused_as(Some(*lease), code))
+            }
+            (Call::AcquireLease { lease }, Response::LeaseGranted) => match state.lease {
+                _ if current.is_none() => None,
+                None => Some(State {
+                    lease: Some(*lease),
+                    ..state
+                }),
+                Some(holder) => (holder == *lease).then_some(state),
+            },
+            (Call::AcquireLease { lease }, Response::Refused(code)) => (current.is_some()
+                && code == "LeaseAlreadyPresent"
+                && state.lease.is_some_and(|holder| holder != *lease))
+            .then_some(state),
+            (Call::ReleaseLease { lease }, Response::LeaseReleased) => {
+                (current.is_some() && state.lease == Some(*lease)).then_some(State {
+                    lease: None,
+                    ..state
+                })
+            }
+            (Call::ReleaseLease { lease }, Response::Refused(code)) => (current.is_some()
+                && code == "LeaseIdMismatchWithLeaseOperation"
+                && state.lease != Some(*lease))
+            .then_some(state),
+            (Call::AcquireLease { .. } | Call::ReleaseLease { .. }, Response::NotFound) => {
+                current.is_none().then_some(state)
+            }
             _ => None,
         }
     }
@@ -303,6 +417,7 @@ impl<'a> Search<'a> {
             state: State {
                 current: None,
                 floor: 0,
+                lease: None,
             },
             cursor: 0,
             horizon: self.horizon(&linearized),
@@ -360,304 +475,4 @@ impl<'a> Search<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Builds histories by hand: `op(thread, invoke, ret, call, response)` on key "k".
-    fn op(thread: usize, invoke: u64, ret: u64, call: Call, response: Response) -> Operation {
-        Operation {
-            key: b"k".to_vec(),
-            thread,
-            invoke,
-            ret,
-            call,
-            response,
-        }
-    }
-
-    fn put(value: &str) -> Call {
-        Call::Put {
-            value: value.as_bytes().to_vec(),
-        }
-    }
-
-    fn put_if(value: &str, if_match: Version) -> Call {
-        Call::PutIfMatch {
-            value: value.as_bytes().to_vec(),
-            if_match,
-        }
-    }
-
-    fn found(value: &str, version: Version) -> Response {
-        Response::Found {
-            value: value.as_bytes().to_vec(),
-            version,
-        }
-    }
-
-    fn written(version: Version) -> Response {
-        Response::Written { version }
-    }
-
-    fn on_key(key: &str, mut operation: Operation) -> Operation {
-        operation.key = key.as_bytes().to_vec();
-        operation
-    }
-
-    #[test]
-    fn an_empty_history_and_a_sequential_one_are_linearizable() {
-        assert!(check(&[]).is_ok());
-        let history = [
-            op(0, 1, 2, Call::Get, Response::NotFound),
-            op(0, 3, 4, put("a"), written(5)),
-            op(1, 5, 6, Call::Get, found("a", 5)),
-            op(1, 7, 8, put_if("b", 5), written(9)),
-            op(0, 9, 10, put_if("c", 5), Response::ConditionNotMet),
-            op(0, 11, 12, Call::Get, found("b", 9)),
-            op(1, 13, 14, Call::Delete, Response::Deleted),
-            op(0, 15, 16, Call::Delete, Response::NotFound),
-            op(0, 17, 18, put_if("d", 9), Response::ConditionNotMet),
-            op(1, 19, 20, Call::Get, Response::NotFound),
-        ];
-        check(&history).unwrap();
-    }
-
-    #[test]
-    fn a_stale_read_after_a_completed_write_is_rejected() {
-        let history = [
-            op(0, 1, 2, put("a"), written(1)),
-            op(0, 3, 4, put("b"), written(2)),
-            op(1, 5, 6, Call::Get, found("a", 1)),
-        ];
-        let violation = check(&history).unwrap_err();
-        assert_eq!(violation.key, b"k");
-        assert_eq!(violation.longest_prefix, vec![0, 1]);
-        let report = violation.to_string();
-        assert!(report.contains("found \"a\" v1"), "{report}");
-    }
-
-    #[test]
-    fn a_read_of_nothing_after_a_completed_write_is_rejected() {
-        let history = [
-            op(0, 1, 2, put("a"), written(1)),
-            op(1, 3, 4, Call::Get, Response::NotFound),
-        ];
-        assert!(check(&history).is_err());
-    }
-
-    #[test]
-    fn a_read_overlapping_a_write_may_see_either_state() {
-        for response in [Response::NotFound, found("a", 1)] {
-            let history = [
-                op(0, 1, 4, put("a"), written(1)),
-                op(1, 2, 3, Call::Get, response),
-            ];
-            check(&history).unwrap();
-        }
-        // But not a value nobody wrote, nor the right value with the wrong version.
-        for response in [found("z", 1), found("a", 2)] {
-            let history = [
-                op(0, 1, 4, put("a"), written(1)),
-                op(1, 2, 3, Call::Get, response),
-            ];
-            assert!(check(&history).is_err());
-        }
-    }
-
-    #[test]
-    fn overlapping_operations_are_accepted_in_either_order() {
-        // Two overlapping puts: a read afterwards may see either, as long as the one it sees
-        // is the one with the higher version (it came last).
-        for (first, second) in [(1, 2), (2, 1)] {
-            let last = if first > second { "a" } else { "b" };
-            let history = [
-                op(0, 1, 4, put("a"), written(first)),
-                op(1, 2, 3, put("b"), written(second)),
-                op(2, 5, 6, Call::Get, found(last, first.max(second))),
-            ];
-            check(&history).unwrap();
-            // Reading the lower version afterwards is a lost update.
-            let stale = if first > second { "b" } else { "a" };
-            let history = [
-                op(0, 1, 4, put("a"), written(first)),
-                op(1, 2, 3, put("b"), written(second)),
-                op(2, 5, 6, Call::Get, found(stale, first.min(second))),
-            ];
-            assert!(check(&history).is_err());
-        }
-        // A delete overlapping a put: either order, as the read afterwards says.
-        for response in [Response::NotFound, found("a", 2)] {
-            let history = [
-                op(0, 1, 2, put("x"), written(1)),
-                op(0, 3, 6, put("a"), written(2)),
-                op(1, 4, 5, Call::Delete, Response::Deleted),
-                op(2, 7, 8, Call::Get, response),
-            ];
-            check(&history).unwrap();
-        }
-        // Two overlapping conditional puts on one ETag: either may be the winner.
-        for (b, c, winner) in [
-            (written(2), Response::ConditionNotMet, found("b", 2)),
-            (Response::ConditionNotMet, written(3), found("c", 3)),
-        ] {
-            let history = [
-                op(0, 1, 2, put("a"), written(1)),
-                op(1, 3, 8, put_if("b", 1), b),
-                op(2, 4, 7, put_if("c", 1), c),
-                op(0, 9, 10, Call::Get, winner),
-            ];
-            check(&history).unwrap();
-        }
-    }
-
-    #[test]
-    fn two_successful_if_match_writes_on_one_etag_are_rejected() {
-        let history = [
-            op(0, 1, 2, put("a"), written(1)),
-            op(1, 3, 8, put_if("b", 1), written(2)),
-            op(2, 4, 7, put_if("c", 1), written(3)),
-        ];
-        assert!(check(&history).is_err());
-        // Nor one after the other.
-        let history = [
-            op(0, 1, 2, put("a"), written(1)),
-            op(1, 3, 4, put_if("b", 1), written(2)),
-            op(2, 5, 6, put_if("c", 1), written(3)),
-        ];
-        assert!(check(&history).is_err());
-    }
-
-    #[test]
-    fn a_failed_condition_must_have_seen_another_state() {
-        // Nothing else happened: the ETag matched, so ConditionNotMet is wrong.
-        let history = [
-            op(0, 1, 2, put("a"), written(1)),
-            op(1, 3, 4, put_if("b", 1), Response::ConditionNotMet),
-        ];
-        assert!(check(&history).is_err());
-        // A concurrent write explains it.
-        let history = [
-            op(0, 1, 2, put("a"), written(1)),
-            op(1, 3, 6, put_if("b", 1), Response::ConditionNotMet),
-            op(2, 4, 5, put("c"), written(2)),
-        ];
-        check(&history).unwrap();
-        // if_match on a missing item fails (SPEC §3); succeeding would be wrong.
-        let history = [op(0, 1, 2, put_if("b", 7), written(8))];
-        assert!(check(&history).is_err());
-        let history = [op(0, 1, 2, put_if("b", 7), Response::ConditionNotMet)];
-        check(&history).unwrap();
-    }
-
-    #[test]
-    fn a_failed_condition_then_a_read_of_the_old_state_is_rejected() {
-        // The failed conditional write saw the new value, so a read after it must too, even
-        // though the write that made the new value had not returned yet.
-        let history = [
-            op(0, 1, 2, put("a"), written(1)),
-            op(1, 3, 20, put("b"), written(2)),
-            op(2, 4, 5, put_if("c", 1), Response::ConditionNotMet),
-            op(3, 6, 7, Call::Get, found("a", 1)),
-        ];
-        assert!(check(&history).is_err());
-        // The same with a delete that found nothing.
-        let history = [
-            op(0, 1, 2, put("a"), written(1)),
-            op(1, 3, 20, Call::Delete, Response::Deleted),
-            op(2, 4, 5, Call::Delete, Response::NotFound),
-            op(3, 6, 7, Call::Get, found("a", 1)),
-        ];
-        assert!(check(&history).is_err());
-    }
-
-    #[test]
-    fn versions_must_increase_along_the_order() {
-        // A write that returned before another was invoked took a smaller version.
-        let history = [
-            op(0, 1, 2, put("a"), written(5)),
-            op(1, 3, 4, put("b"), written(3)),
-        ];
-        assert!(check(&history).is_err());
-        // Also across a delete.
-        let history = [
-            op(0, 1, 2, put("a"), written(5)),
-            op(0, 3, 4, Call::Delete, Response::Deleted),
-            op(1, 5, 6, put("b"), written(3)),
-        ];
-        assert!(check(&history).is_err());
-    }
-
-    #[test]
-    fn deletes_and_errors_follow_the_specification() {
-        let history = [op(0, 1, 2, Call::Delete, Response::Deleted)];
-        assert!(check(&history).is_err());
-        let history = [
-            op(0, 1, 2, put("a"), written(1)),
-            op(1, 3, 4, Call::Delete, Response::NotFound),
-        ];
-        assert!(check(&history).is_err());
-        let history = [op(0, 1, 2, put("a"), Response::Failed("Io".into()))];
-        assert!(check(&history).is_err());
-        let history = [op(0, 1, 2, put("a"), Response::ConditionNotMet)];
-        assert!(check(&history).is_err());
-        let history = [op(0, 1, 2, Call::Get, written(1))];
-        assert!(check(&history).is_err());
-    }
-
-    #[test]
-    fn keys_are_checked_independently() {
-        let history = [
-            on_key("x", op(0, 1, 2, put("a"), written(1))),
-            on_key("y", op(0, 3, 4, put("b"), written(2))),
-            on_key("x", op(1, 5, 6, Call::Get, found("a", 1))),
-            on_key("y", op(1, 7, 8, Call::Get, found("b", 2))),
-        ];
-        check(&history).unwrap();
-        let history = [
-            on_key("x", op(0, 1, 2, put("a"), written(1))),
-            on_key("y", op(1, 3, 4, Call::Get, found("a", 1))),
-        ];
-        let violation = check(&history).unwrap_err();
-        assert_eq!(violation.key, b"y");
-    }
-
-    #[test]
-    fn many_overlapping_operations_are_searched_quickly() {
-        // 8 threads, 40 rounds: each round every thread puts concurrently, then every thread
-        // reads the winner — the last version of the round. 640 operations on one key.
-        let mut history = Vec::new();
-        let mut clock = 0;
-        let mut version = 0;
-        for round in 0..40 {
-            let start = clock;
-            for thread in 0..8 {
-                version += 1;
-                history.push(op(
-                    thread,
-                    start + thread as u64,
-                    start + 20 - thread as u64,
-                    put(&format!("r{round}t{thread}")),
-                    written(version),
-                ));
-            }
-            let last = format!("r{round}t7");
-            for thread in 0..8 {
-                history.push(op(
-                    thread,
-                    start + 21 + thread as u64,
-                    start + 40 - thread as u64,
-                    Call::Get,
-                    found(&last, version),
-                ));
-            }
-            clock += 41;
-        }
-        let started = std::time::Instant::now();
-        check(&history).unwrap();
-        // A stale read at the end of the last round cannot be explained.
-        let last = history.len() - 1;
-        history[last].response = found("r39t6", version - 1);
-        assert!(check(&history).is_err());
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    }
-}
+mod tests;

@@ -11,7 +11,7 @@ pub struct ModelItem {
     pub version: Version,
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Model {
     pub containers: BTreeMap<String, BTreeMap<Vec<u8>, ModelItem>>,
 }

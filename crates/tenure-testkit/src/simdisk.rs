@@ -123,6 +123,17 @@ impl SimStorage {
         self.disk.counters.syncs.load(Ordering::SeqCst)
     }
 
+    /// `(syncs, allocations, writes)` since the fault plan was last set: the call sites a
+    /// fault schedule can target.
+    pub fn call_counts(&self) -> (u64, u64, u64) {
+        let counters = &self.disk.counters;
+        (
+            counters.syncs.load(Ordering::SeqCst),
+            counters.allocations.load(Ordering::SeqCst),
+            counters.writes.load(Ordering::SeqCst),
+        )
+    }
+
     /// The durable image of every file (what a power cut now would keep at the least).
     pub fn durable_files(&self) -> BTreeMap<String, Vec<u8>> {
         self.disk

@@ -433,3 +433,64 @@ fn a_value_borrowed_through_a_snapshot_stays_valid_while_writers_and_compaction_
     drop(snapshot);
     assert!(store.compact().unwrap().segments_removed > 0);
 }
+
+/// Found by the I/O-fault campaign (`torture --campaign io-faults --seed 446`): a failed
+/// fdatasync of the superblock while compaction removed a segment returned `Io` but left the
+/// store writable. Every failed sync during a compaction must poison the store (SPEC §11).
+#[test]
+fn a_failed_sync_during_compaction_poisons_the_store() {
+    let scenario = |faults: tenure_testkit::Faults| {
+        let clock = ManualClock::new(START_MICROS);
+        let disk = SimStorage::new();
+        let options = StoreOptions {
+            segment_size_bytes: 4096,
+            durability: Durability::Sync,
+            ..options(&clock)
+        };
+        let store = Store::open_with_storage(Arc::new(disk.clone()), options).unwrap();
+        store.create_container("c", &Default::default()).unwrap();
+        for round in 0..4u32 {
+            for key in 0..8u32 {
+                store
+                    .put(
+                        "c",
+                        &key.to_be_bytes(),
+                        &[round as u8; 300],
+                        &WriteOptions::default(),
+                    )
+                    .unwrap();
+            }
+        }
+        disk.set_faults(faults);
+        let compacted = store.compact();
+        (store, disk, compacted)
+    };
+    let (_, disk, compacted) = scenario(Default::default());
+    let report = compacted.unwrap();
+    assert!(
+        report.segments_removed > 0,
+        "the scenario must remove segments"
+    );
+    let syncs = disk.sync_count();
+    assert!(syncs > 0);
+    let mut failed = 0;
+    for n in 1..=syncs {
+        let (store, _, compacted) = scenario(tenure_testkit::Faults {
+            failing_syncs: vec![n],
+            ..Default::default()
+        });
+        // The failed sync may be the compaction's own or a log flush it waited for; either
+        // way the store must now refuse writes.
+        if let Err(error) = compacted {
+            assert_eq!(error.code(), ErrorCode::Io, "sync {n}: {error}");
+        }
+        let after = store.put("c", b"after", b"x", &WriteOptions::default());
+        assert_eq!(
+            after.map_err(|error| error.code()).err(),
+            Some(ErrorCode::Io),
+            "sync {n}: the store still accepts writes after a failed sync"
+        );
+        failed += 1;
+    }
+    assert_eq!(failed, syncs);
+}

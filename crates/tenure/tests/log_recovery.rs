@@ -86,64 +86,10 @@ fn payload_size_limit_is_enforced_with_a_named_argument() {
 
 /// Writes random records, crashes the simulated disk at a random point, reopens and checks:
 /// every acknowledged record is there and intact; what comes back is a prefix of what was
-/// written (no record without every earlier one); no torn record is returned.
+/// written (no record without every earlier one); no torn record is returned. The case lives
+/// in `tenure_testkit::campaign::crash::log_case` (the torture crash campaign runs it too).
 fn crash_once(seed: u64) {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let durability = if rng.gen_bool(0.5) {
-        Durability::Sync
-    } else {
-        Durability::Buffered
-    };
-    let policy = [
-        CrashPolicy::DropAll,
-        CrashPolicy::KeepAll,
-        CrashPolicy::Random,
-    ][rng.gen_range(0..3)];
-    let disk = SimStorage::new();
-    let segment_size = [4096u64, 8192, SMALL_SEGMENT_BYTES][rng.gen_range(0..3)];
-    let log_options = LogOptions {
-        segment_size_bytes: segment_size,
-        durability,
-        ..LogOptions::default()
-    };
-    let (log, _) = open(Arc::new(disk.clone()), &log_options).unwrap();
-    let mut written: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut acknowledged_durable = 0usize;
-    let steps = rng.gen_range(0..40);
-    for index in 0..steps {
-        let size = match rng.gen_range(0..10) {
-            0 => rng.gen_range(0..(segment_size as usize * 2)),
-            _ => rng.gen_range(16..300),
-        };
-        let bytes = payload::make(seed, index, size);
-        let (version, _) = log.append(&bytes).unwrap();
-        written.push((version, bytes));
-        if durability == Durability::Sync {
-            acknowledged_durable = written.len();
-        } else if rng.gen_range(0..8) == 0 {
-            log.flush().unwrap();
-            acknowledged_durable = written.len();
-        }
-    }
-    let crashed = disk.crash(&mut rng, policy);
-    drop(log);
-    let (_, recovered) = open(Arc::new(crashed), &log_options)
-        .unwrap_or_else(|error| panic!("seed {seed}: reopen after crash failed: {error}"));
-    assert!(
-        recovered.len() >= acknowledged_durable,
-        "seed {seed}: {} acknowledged durable records, only {} recovered",
-        acknowledged_durable,
-        recovered.len()
-    );
-    assert!(
-        recovered.len() <= written.len(),
-        "seed {seed}: more records than written"
-    );
-    assert_eq!(
-        recovered[..],
-        written[..recovered.len()],
-        "seed {seed}: recovered records are not a prefix of the written ones"
-    );
+    tenure_testkit::campaign::crash::log_case(&mut rand::rngs::StdRng::seed_from_u64(seed), seed);
 }
 
 #[test]
@@ -485,5 +431,99 @@ fn a_failed_segment_creation_poisons_the_log_for_every_appender() {
         assert!(log.is_poisoned(), "{durability:?}");
         let error = log.append(b"after").expect_err("poisoned");
         assert_eq!(error.code(), ErrorCode::Io, "{durability:?}: {error}");
+    }
+}
+
+/// Found by the I/O-fault campaign (`torture --campaign io-faults --seed 1`): when the very
+/// first superblock write or sync of a new store failed (or power was lost before it was
+/// synced), the superblock file stayed with no valid copy and every later open failed with
+/// `Corruption` — the store could never be created. With no segment files nothing was ever
+/// written, so the open creates it afresh.
+#[test]
+fn a_store_whose_creation_failed_opens_afterwards() {
+    let plans = [
+        Faults {
+            failing_writes: vec![1],
+            ..Faults::default()
+        },
+        Faults {
+            failing_syncs: vec![1],
+            ..Faults::default()
+        },
+    ];
+    for (index, plan) in plans.into_iter().enumerate() {
+        for power_cut in [false, true] {
+            let disk = SimStorage::new();
+            disk.set_faults(plan_clone(&plan));
+            let error = open(Arc::new(disk.clone()), &options(Durability::Sync))
+                .err()
+                .expect("the creation fails");
+            assert_eq!(error.code(), ErrorCode::Io, "plan {index}: {error}");
+            let disk = if power_cut {
+                disk.crash(
+                    &mut rand::rngs::StdRng::seed_from_u64(3),
+                    CrashPolicy::KeepAll,
+                )
+            } else {
+                disk.set_faults(Faults::default());
+                disk
+            };
+            let (log, recovered) = open(Arc::new(disk), &options(Durability::Sync))
+                .unwrap_or_else(|error| panic!("plan {index}, power cut {power_cut}: {error}"));
+            assert!(recovered.is_empty());
+            log.append(b"created at last").unwrap();
+        }
+    }
+}
+
+fn plan_clone(plan: &Faults) -> Faults {
+    Faults {
+        failing_syncs: plan.failing_syncs.clone(),
+        fail_syncs_from: plan.fail_syncs_from,
+        failing_allocations: plan.failing_allocations.clone(),
+        failing_writes: plan.failing_writes.clone(),
+    }
+}
+
+/// Found by the record_decoder fuzz target (fuzz/regressions/record_decoder/crash-934d6b…):
+/// a container-create record with a valid checksum whose name held a NUL was replayed, and
+/// the store opened with a container no call could name (listing it, then reading it, failed
+/// with InvalidArgument). A name the API would refuse is now a decode failure: `Corruption`.
+#[test]
+fn a_recovered_container_name_the_api_would_refuse_is_corruption() {
+    use tenure::{ManualClock, Store, StoreOptions};
+    // The payloads of a real store that created container "ab".
+    let disk = SimStorage::new();
+    let store_options = || StoreOptions {
+        segment_size_bytes: 4096,
+        clock: Arc::new(ManualClock::new(1_700_000_000_000_000)),
+        background_compaction_interval: None,
+        ..StoreOptions::default()
+    };
+    let store = tenure::Store::open_with_storage(Arc::new(disk.clone()), store_options()).unwrap();
+    store.create_container("ab", &Default::default()).unwrap();
+    store.close().unwrap();
+    let (_, payloads) = open(Arc::new(disk), &options(Durability::Sync)).unwrap();
+    let payloads: Vec<Vec<u8>> = payloads.into_iter().map(|(_, payload)| payload).collect();
+    // As written, the framed records open.
+    let files = tenure_testkit::campaign::hostile::files_with_records(&payloads);
+    let reopened =
+        Store::open_with_storage(Arc::new(SimStorage::with_files(files)), store_options()).unwrap();
+    assert_eq!(reopened.list_containers().unwrap(), vec!["ab".to_owned()]);
+    drop(reopened);
+    for bad in [&b"a\0"[..], b"/b"] {
+        let mut damaged = payloads.clone();
+        let record = damaged
+            .iter_mut()
+            .find(|payload| payload.windows(2).any(|pair| pair == b"ab"))
+            .expect("the container-create record");
+        let at = record.windows(2).position(|pair| pair == b"ab").unwrap();
+        record[at..at + 2].copy_from_slice(bad);
+        let files = tenure_testkit::campaign::hostile::files_with_records(&damaged);
+        let error =
+            Store::open_with_storage(Arc::new(SimStorage::with_files(files)), store_options())
+                .err()
+                .unwrap_or_else(|| panic!("a container named {bad:?} was recovered"));
+        assert_eq!(error.code(), ErrorCode::Corruption, "{error}");
     }
 }

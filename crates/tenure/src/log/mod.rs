@@ -311,11 +311,16 @@ impl Log {
             let mut state = shared.superblock.lock();
             state.current.first_slot = next_slot;
             state.current.sequence += 1;
-            sync_superblock_copy(
+            let synced = sync_superblock_copy(
                 shared.storage.as_ref(),
                 shared.superblock_file.as_ref(),
                 &mut state,
-            )?;
+            );
+            if let Err(error) = synced {
+                // A failed fdatasync poisons the store, as a failed log flush does (SPEC §11).
+                shared.poison(error.clone());
+                return Err(error);
+            }
         }
         let removed = {
             let _creating = shared.segment_creation.lock();

@@ -128,11 +128,22 @@ fn load_superblock(
     let file = storage
         .open(SUPERBLOCK_FILE, true)
         .map_err(|error| Error::io(&path, "open", error))?;
+    // A creation that failed or lost power before its superblock reached the disk leaves a
+    // superblock file with no valid copy and no segments: no record was ever written, so it
+    // is created afresh rather than refused as corrupt forever.
+    let unfinished_creation = || {
+        !has_segments
+            && matches!(
+                superblock::read(file.as_ref()),
+                Ok(ReadOutcome::Unreadable) | Err(_)
+            )
+    };
     if !exists
         || file
             .length()
             .map_err(|error| Error::io(&path, "stat", error))?
             == 0
+        || unfinished_creation()
     {
         let fresh = Superblock {
             segment_size_bytes: options.segment_size_bytes,
