@@ -197,7 +197,7 @@ impl Container {
         let name = &self.name;
         let item = self
             .handle
-            .run(py, |store| store.get(name, &key, &options))?;
+            .run_without_waiting(py, |store| store.get(name, &key, &options))?;
         Ok(Item::new(py, item))
     }
 
@@ -224,7 +224,7 @@ impl Container {
         let name = &self.name;
         let item = self
             .handle
-            .run(py, |store| store.get_properties(name, &key, &options))?;
+            .run_without_waiting(py, |store| store.get_properties(name, &key, &options))?;
         Ok(Item::new(py, item))
     }
 

@@ -50,6 +50,17 @@ impl Handle {
         self.store.read().clone().ok_or(Error::Closed)
     }
 
+    /// Runs a point read that never waits (no lock, no sync; at most a page fault on the
+    /// mapped log) with the GIL held, as py-lmdb does for its get: releasing and retaking the
+    /// GIL costs a good part of such a read.
+    pub fn run_without_waiting<T>(
+        &self,
+        py: Python<'_>,
+        read: impl FnOnce(&EngineStore) -> Result<T, Error>,
+    ) -> PyResult<T> {
+        self.store().and_then(|store| read(&store)).py_result(py)
+    }
+
     /// Runs one engine call with the GIL released. Arguments must already be converted (and
     /// copied where mutable); the closure sees no Python object.
     pub fn run<T, F>(&self, py: Python<'_>, operation: F) -> PyResult<T>
