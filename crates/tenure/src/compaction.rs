@@ -23,6 +23,9 @@ use crate::store::{properties_box, StoreShared};
 
 /// Relocated items are grouped into records of about this many bytes.
 const RELOCATION_RECORD_BYTES: usize = 1 << 20;
+/// Rounds of copying for items whose copy lost a race with a write; past them the segment
+/// stays until a later compaction.
+const RELOCATION_ROUNDS: usize = 16;
 
 /// What one `compact` call did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,6 +39,17 @@ pub struct CompactionReport {
     pub deferred_by_snapshot: bool,
     /// The change feed's retention kept the oldest segment.
     pub retained_for_change_feed: bool,
+    /// Lease, lock or metadata changes kept racing the copy of an item whose value lies in the
+    /// oldest segment: the segment stays until a later `compact`.
+    pub deferred_by_writes: bool,
+}
+
+/// A record of the segment being compacted that may make its item depend on the segment.
+struct Candidate {
+    container_id: u64,
+    key: Vec<u8>,
+    /// The version of the record (for a relocated item, of the original write).
+    record_version: Version,
 }
 
 /// One live item version to copy forward: its whole state, so the copy replaces it exactly.
@@ -43,6 +57,8 @@ struct Relocation {
     slot: Arc<ItemSlot>,
     /// The node being copied (compared by address when swapping in the copy).
     node_address: usize,
+    /// The segment's record that made the item a candidate: checked again if the copy loses.
+    candidate: Candidate,
     version: Version,
     etag_version: Version,
     key: Vec<u8>,
@@ -74,7 +90,10 @@ impl StoreShared {
                 report.retained_for_change_feed = true;
                 break;
             }
-            let newest_version = self.relocate_live(*first_slot, *bytes, &mut report)?;
+            let Some(newest_version) = self.relocate_live(*first_slot, *bytes, &mut report)? else {
+                report.deferred_by_writes = true;
+                break;
+            };
             if retain_versions
                 .is_some_and(|retained| newest_version.saturating_add(retained) > self.version())
             {
@@ -99,13 +118,14 @@ impl StoreShared {
         Ok(report)
     }
 
-    /// Copies the segment's live data forward; returns the newest version recorded in it.
+    /// Copies the segment's live data forward; returns the newest version recorded in it, or
+    /// `None` when some item's copy kept losing races with writes (the segment must stay).
     fn relocate_live(
         &self,
         first_slot: u64,
         segment_bytes: u64,
         report: &mut CompactionReport,
-    ) -> Result<Version> {
+    ) -> Result<Option<Version>> {
         // Container states are copied first, so relocated items always find their container;
         // the catalog lock keeps container writes from racing the copy.
         let _container_changes = self.catalog.changes.lock();
@@ -113,7 +133,7 @@ impl StoreShared {
         let segment_start = first_slot * slot_size;
         let segment_end = segment_start + segment_bytes;
         let mut live_containers = BTreeSet::new();
-        let mut candidates: Vec<(u64, Vec<u8>, Version)> = Vec::new();
+        let mut candidates: Vec<Candidate> = Vec::new();
         let mut newest_version = 0;
         self.log
             .scan_segment(first_slot, &mut |version, location, payload| {
@@ -123,26 +143,30 @@ impl StoreShared {
                 match record {
                     DecodedRecord::Items(items) => {
                         for item in items {
-                            candidates.push((
-                                item.write.container_id,
-                                item.write.key.to_vec(),
-                                version,
-                            ));
+                            candidates.push(Candidate {
+                                container_id: item.write.container_id,
+                                key: item.write.key.to_vec(),
+                                record_version: version,
+                            });
                         }
                     }
                     DecodedRecord::RelocatedItems(items) => {
                         for (original, item) in items {
-                            candidates.push((
-                                item.write.container_id,
-                                item.write.key.to_vec(),
-                                original,
-                            ));
+                            candidates.push(Candidate {
+                                container_id: item.write.container_id,
+                                key: item.write.key.to_vec(),
+                                record_version: original,
+                            });
                         }
                     }
                     DecodedRecord::ItemCoordination {
                         container_id, key, ..
                     } => {
-                        candidates.push((container_id, key.to_vec(), version));
+                        candidates.push(Candidate {
+                            container_id,
+                            key: key.to_vec(),
+                            record_version: version,
+                        });
                     }
                     DecodedRecord::ContainerCreate { .. } => {
                         live_containers.insert(version);
@@ -179,30 +203,37 @@ impl StoreShared {
             reservation.commit_nowait();
             report.containers_relocated += 1;
         }
+        // A lease, lock or metadata change carries its item's value location forward. If one
+        // lands between reading an item and swapping in its copy, the copy is dropped but the
+        // new version still points into this segment: such items are read and copied again.
         let guard = crossbeam_epoch::pin();
-        let now = self.now();
-        let visible = self.version();
-        let mut seen = std::collections::HashSet::new();
-        let mut relocations = Vec::new();
-        for (container_id, key, record_version) in candidates {
-            if let Some(relocation) = self.live_version(
-                container_id,
-                &key,
-                record_version,
-                segment_start..segment_end,
-                visible,
-                now,
-                &guard,
-            )? {
-                if seen.insert(relocation.node_address) {
-                    relocations.push(relocation);
+        for _ in 0..RELOCATION_ROUNDS {
+            // Writes installed so far become visible, so the versions read below are current.
+            self.log.wait(self.log.last_reserved_version())?;
+            let now = self.now();
+            let visible = self.version();
+            let mut seen = std::collections::HashSet::new();
+            let mut relocations = Vec::new();
+            for candidate in candidates {
+                if let Some(relocation) =
+                    self.live_version(candidate, segment_start..segment_end, visible, now, &guard)?
+                {
+                    if seen.insert(relocation.node_address) {
+                        relocations.push(relocation);
+                    }
                 }
             }
+            candidates = Vec::new();
+            for group in group_by_size(relocations) {
+                let (relocated, lost) = self.write_relocations(group)?;
+                report.items_relocated += relocated;
+                candidates.extend(lost);
+            }
+            if candidates.is_empty() {
+                return Ok(Some(newest_version));
+            }
         }
-        for group in group_by_size(relocations) {
-            report.items_relocated += self.write_relocations(group)?;
-        }
-        Ok(newest_version)
+        Ok(None)
     }
 
     /// The version readers see now for the key, if it depends on the segment — its own record
@@ -211,14 +242,17 @@ impl StoreShared {
     #[allow(clippy::too_many_arguments)]
     fn live_version(
         &self,
-        container_id: u64,
-        key: &[u8],
-        record_version: Version,
+        candidate: Candidate,
         segment: std::ops::Range<u64>,
         visible: Version,
         now: u64,
         guard: &crossbeam_epoch::Guard,
     ) -> Result<Option<Relocation>> {
+        let Candidate {
+            container_id,
+            key,
+            record_version,
+        } = candidate;
         let Some(incarnation) = self
             .catalog
             .by_id(container_id)
@@ -226,7 +260,7 @@ impl StoreShared {
         else {
             return Ok(None);
         };
-        let Some(slot) = self.index.get(&index_key(incarnation.id, key)) else {
+        let Some(slot) = self.index.get(&index_key(incarnation.id, &key)) else {
             return Ok(None);
         };
         let Some(current) = slot.visible(visible, guard) else {
@@ -249,8 +283,13 @@ impl StoreShared {
             slot,
             version: current.version,
             etag_version: current.etag_version,
-            key: key.to_vec(),
             container_id: incarnation.id,
+            candidate: Candidate {
+                container_id,
+                key: key.clone(),
+                record_version,
+            },
+            key,
             value,
             last_modified: current.last_modified,
             expires_at: current.expires_at,
@@ -259,8 +298,9 @@ impl StoreShared {
         }))
     }
 
-    /// Writes one relocation record and swaps each still-current version for its copy.
-    fn write_relocations(&self, group: Vec<Relocation>) -> Result<u64> {
+    /// Writes one relocation record and swaps each still-current version for its copy;
+    /// returns how many were swapped, and the candidates of those written meanwhile.
+    fn write_relocations(&self, group: Vec<Relocation>) -> Result<(u64, Vec<Candidate>)> {
         let mut payload = vec![codec::OP_RELOCATED_ITEMS];
         payload.extend_from_slice(&(group.len() as u32).to_le_bytes());
         let mut value_offsets = Vec::with_capacity(group.len());
@@ -292,10 +332,13 @@ impl StoreShared {
         self.log.wait(log_version)?;
         let guard = crossbeam_epoch::pin();
         let mut relocated = 0;
+        let mut lost = Vec::new();
         for (relocation, value_offset) in group.into_iter().zip(value_offsets) {
             let head = relocation.slot.settled_head(&guard);
             if head.as_raw() as usize != relocation.node_address {
-                // Written meanwhile: the copy is dead (replay skips it, being older).
+                // Written meanwhile: the copy is dead (replay skips it, being older), but the
+                // new version may still point into the segment — the caller checks again.
+                lost.push(relocation.candidate);
                 continue;
             }
             // SAFETY: nodes reachable from a slot are freed only through the epoch.
@@ -328,9 +371,11 @@ impl StoreShared {
                 // SAFETY: unlinked by the exchange; readers holding it are protected.
                 unsafe { guard.defer_destroy(head) };
                 relocated += 1;
+            } else {
+                lost.push(relocation.candidate);
             }
         }
-        Ok(relocated)
+        Ok((relocated, lost))
     }
 }
 

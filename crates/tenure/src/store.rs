@@ -369,6 +369,40 @@ impl StoreShared {
             .catalog
             .visible_id(container, version)
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
+        let key_bytes = index_key(container_id, key);
+        // A plain read pinned before compaction removed a segment can still hold a version
+        // whose value lay in it, and then find the segment gone: it reads again, pinned
+        // anew (a real corruption fails every attempt and is reported).
+        const PLAIN_READ_ATTEMPTS: usize = 3;
+        let mut attempt = 1;
+        loop {
+            let result = self.read_pinned(
+                version, now, &key_bytes, key, options, with_value, repeatable,
+            );
+            match result {
+                Err(error)
+                    if error.code() == ErrorCode::Corruption
+                        && !repeatable
+                        && attempt < PLAIN_READ_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_pinned(
+        &self,
+        version: Version,
+        now: Timestamp,
+        key_bytes: &[u8],
+        key: &[u8],
+        options: &ReadOptions,
+        with_value: bool,
+        repeatable: bool,
+    ) -> Result<Item> {
         let guard = crossbeam_epoch::pin();
         // A plain read re-reads the version once pinned: a segment removed before the pin was
         // compacted at a version no newer than this one, so nothing found points into it.
@@ -377,8 +411,7 @@ impl StoreShared {
         } else {
             version.max(self.version())
         };
-        let key_bytes = index_key(container_id, key);
-        self.index.with_slot(&key_bytes, |slot| {
+        self.index.with_slot(key_bytes, |slot| {
             let node = slot
                 .and_then(|slot| self.resolve(slot, version, repeatable, &guard))
                 .filter(|node| node.is_live_at(now));
