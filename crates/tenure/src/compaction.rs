@@ -263,7 +263,10 @@ impl StoreShared {
         let Some(slot) = self.index.get(&index_key(incarnation.id, &key)) else {
             return Ok(None);
         };
-        let Some(current) = slot.visible(visible, guard) else {
+        // As a plain read: a writer's prune may have left nothing at `visible` (it keeps only
+        // the newest node at the version *it* saw), and an item found nowhere would not be
+        // copied while its newest version still points into the segment.
+        let Some(current) = self.resolve(&slot, visible, false, guard) else {
             return Ok(None);
         };
         let depends = current.version == record_version
