@@ -167,7 +167,6 @@ impl StoreShared {
             // decide once to size it, reserve, and decide again with the real version.
             let sizing = match decide(current, &state, now, 0) {
                 Ok(sizing) => sizing,
-                Err(_) if slot.settled_head(&guard) != head => continue,
                 Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
             };
             let etag_version = current.map_or(0, |node| node.etag_version);
@@ -185,12 +184,6 @@ impl StoreShared {
                 Ok(decision) => decision,
                 Err(error) => {
                     reservation.abort();
-                    // Decided on a head that has since been replaced — by a writer, or by
-                    // compaction's copy, whose old segment may be gone by now (a value read
-                    // from it then fails): decide again on the new head.
-                    if slot.settled_head(&guard) != head {
-                        continue;
-                    }
                     return Err(error);
                 }
             };

@@ -370,9 +370,12 @@ impl StoreShared {
             .visible_id(container, version)
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
         let key_bytes = index_key(container_id, key);
-        // A plain read pinned before compaction removed a segment can still hold a version
-        // whose value lay in it, and then find the segment gone: it reads again, pinned
-        // anew (a real corruption fails every attempt and is reported).
+        // Compaction drops a segment from the log's table at once (only the file waits for
+        // the epoch), so a plain read that found a version just before compaction swapped in
+        // its copy, and was then descheduled past the removal, finds the segment gone. It
+        // reads again, pinned anew, and finds the copy. Not observed in a test — a guard for a
+        // narrow window; deferring the table removal through the epoch would close it at the
+        // source. A real corruption fails every attempt and is reported.
         const PLAIN_READ_ATTEMPTS: usize = 3;
         let mut attempt = 1;
         loop {
