@@ -6,6 +6,7 @@
 //! in `sync` mode, synced), so cutting the log at its first bad record can never drop an
 //! acknowledged write. See docs/design.md for the byte layout and the commit protocol.
 
+mod group_commit;
 pub(crate) mod placement;
 pub mod record;
 mod recovery;
@@ -25,6 +26,7 @@ use portable_atomic::AtomicU128;
 use crate::error::{Error, Result};
 use crate::etag::Version;
 use crate::storage::{Storage, StorageFile};
+use group_commit::FlushState;
 use record::{RecordHeader, RecordKind, HEADER_BYTES};
 use segment::{Segment, SegmentTable};
 use superblock::Superblock;
@@ -63,8 +65,6 @@ pub const MINIMUM_SEGMENT_SIZE_BYTES: u64 = 4096;
 pub const MAXIMUM_SEGMENT_SIZE_BYTES: u64 = 1 << 40;
 /// The largest payload one record may carry (a 64 MiB value plus its key and metadata).
 pub const MAXIMUM_PAYLOAD_BYTES: u64 = (64 << 20) + (1 << 20);
-/// The longest a group-commit leader lingers for more records before it syncs.
-const MAXIMUM_LINGER: std::time::Duration = std::time::Duration::from_micros(200);
 /// One version in this many is indexed for the change feed.
 pub(crate) const VERSION_INDEX_STRIDE: u64 = 256;
 /// How many versions may be in flight (reserved, not yet complete) at once.
@@ -91,16 +91,6 @@ struct SuperblockState {
     synced_copy: usize,
 }
 
-struct FlushState {
-    flushing: bool,
-    /// How long the last sync took: the leader lingers at most half of it.
-    last_sync_micros: u64,
-    /// Every version ≤ .0 is durable; every log byte below .1 is durable.
-    durable: (Version, u64),
-    poisoned: Option<Error>,
-    shutdown: bool,
-}
-
 pub(crate) struct LogShared {
     storage: Arc<dyn Storage>,
     slot_size: u64,
@@ -117,6 +107,8 @@ pub(crate) struct LogShared {
     segment_creation: Mutex<()>,
     flush: Mutex<FlushState>,
     flush_done: Condvar,
+    /// Writers inside `wait_durable` now (`group_commit.rs`).
+    waiting_writers: std::sync::atomic::AtomicU32,
     poisoned: AtomicBool,
     closed: AtomicBool,
     /// Every `VERSION_INDEX_STRIDE`-th version and its record's offset, ascending: where a
@@ -808,82 +800,6 @@ impl LogShared {
         self.visible.fetch_max(version, Ordering::AcqRel);
         self.notify_watchers();
         Ok(())
-    }
-
-    /// Returns once every version ≤ `version` is durable. The first waiter to find no flush in
-    /// progress becomes the leader and syncs for everyone (group commit).
-    fn wait_durable(&self, version: Version) -> Result<()> {
-        let mut state = self.flush.lock();
-        loop {
-            if let Some(error) = &state.poisoned {
-                return Err(error.clone());
-            }
-            if state.durable.0 >= version {
-                return Ok(());
-            }
-            if state.flushing {
-                // Followers sleep; only the leader waits for records to complete.
-                self.flush_done.wait(&mut state);
-                continue;
-            }
-            state.flushing = true;
-            let from = state.durable.1;
-            let linger =
-                std::time::Duration::from_micros(state.last_sync_micros / 2).min(MAXIMUM_LINGER);
-            drop(state);
-            self.wait_completed(version);
-            self.linger_while_records_complete(linger);
-            let target = unpack(self.completed.load(Ordering::Acquire));
-            let started = std::time::Instant::now();
-            let result = self.sync_range(from, target.1);
-            let sync_micros = started.elapsed().as_micros() as u64;
-            state = self.flush.lock();
-            state.flushing = false;
-            state.last_sync_micros = sync_micros;
-            match result {
-                Ok(()) => {
-                    state.durable = target;
-                    if self.durability == Durability::Sync {
-                        self.visible.fetch_max(target.0, Ordering::AcqRel);
-                        self.notify_watchers();
-                    }
-                    // The watermark only ever claims what is already durable, so it needs no
-                    // sync of its own; it reaches the disk with the next superblock sync or
-                    // write-back.
-                    let _ = self.record_watermark(target.1);
-                }
-                Err(error) => {
-                    state.poisoned = Some(error);
-                    self.poisoned.store(true, Ordering::Release);
-                }
-            }
-            self.flush_done.notify_all();
-        }
-    }
-
-    /// The leader's short wait before it syncs: while appenders that already reserved space
-    /// are still copying, or records keep completing, more of them can share this sync. It
-    /// ends at once when nothing is in flight (a lone writer pays one yield), and never lasts
-    /// longer than `limit` (half the last sync).
-    fn linger_while_records_complete(&self, limit: std::time::Duration) {
-        let deadline = std::time::Instant::now() + limit;
-        let mut completed = unpack(self.completed.load(Ordering::Acquire)).0;
-        loop {
-            let reserved = unpack(self.reservation.load(Ordering::Acquire)).0 - 1;
-            if reserved <= completed || std::time::Instant::now() >= deadline {
-                return;
-            }
-            std::thread::yield_now();
-            self.advance_completion();
-            let now_completed = unpack(self.completed.load(Ordering::Acquire)).0;
-            if now_completed == completed
-                && unpack(self.reservation.load(Ordering::Acquire)).0 - 1 == reserved
-            {
-                // Nothing moved: the in-flight appenders are descheduled; don't wait on them.
-                return;
-            }
-            completed = now_completed;
-        }
     }
 
     fn sync_range(&self, from: u64, to: u64) -> Result<()> {

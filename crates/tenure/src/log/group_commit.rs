@@ -1,0 +1,149 @@
+//! Group commit: in `sync` mode, writers waiting for durability share one fdatasync.
+//!
+//! The first waiter to find no sync in progress becomes the leader; the others (followers)
+//! sleep until a sync moves the durable version. How many records one sync covers decides the
+//! rate of many writers: the leader lingers until the group it expects (as many writers as
+//! waited at once over the last two syncs) has its records in, never longer than half the last
+//! sync. Without that, 16 writers settled into alternating half groups: the writers a sync
+//! released had not appended again when the next leader started.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use parking_lot::MutexGuard;
+
+use super::{unpack, Durability, LogShared};
+use crate::error::{Error, Result};
+use crate::etag::Version;
+
+/// The longest a group-commit leader lingers for more records before it syncs (it also never
+/// lingers longer than half the last sync).
+const MAXIMUM_LINGER: Duration = Duration::from_micros(1000);
+
+pub(crate) struct FlushState {
+    pub(crate) flushing: bool,
+    /// How long the last sync took: the leader lingers at most half of it.
+    pub(crate) last_sync_micros: u64,
+    /// Every version ≤ .0 is durable; every log byte below .1 is durable.
+    pub(crate) durable: (Version, u64),
+    /// The most writers seen waiting at once since the current sync started, and during the
+    /// sync before it: the size of group the next leader expects (see `group_target`).
+    peak_waiting_writers: u32,
+    previous_peak_waiting_writers: u32,
+    pub(crate) poisoned: Option<Error>,
+    pub(crate) shutdown: bool,
+}
+
+impl FlushState {
+    pub(crate) fn new(durable: (Version, u64)) -> FlushState {
+        FlushState {
+            flushing: false,
+            last_sync_micros: 0,
+            durable,
+            peak_waiting_writers: 0,
+            previous_peak_waiting_writers: 0,
+            poisoned: None,
+            shutdown: false,
+        }
+    }
+
+    /// How many records the next sync should cover: as many writers as waited at once over
+    /// the last two syncs. Writers a sync released come back with their next record while the
+    /// following sync runs, so one sync's peak alone settles into alternating half groups.
+    /// A lone writer expects a group of one and never lingers.
+    fn group_target(&mut self, waiting_writers: u32) -> u64 {
+        let target = self
+            .peak_waiting_writers
+            .max(self.previous_peak_waiting_writers);
+        self.previous_peak_waiting_writers = self.peak_waiting_writers;
+        self.peak_waiting_writers = waiting_writers;
+        u64::from(target.max(1))
+    }
+}
+
+/// Counts a writer in `wait_durable` for as long as it lives.
+struct WaitingWriter<'a>(&'a AtomicU32);
+
+impl Drop for WaitingWriter<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl LogShared {
+    /// Returns once every version ≤ `version` is durable. The first waiter to find no flush in
+    /// progress becomes the leader and syncs for everyone (group commit).
+    pub(crate) fn wait_durable(&self, version: Version) -> Result<()> {
+        let waiting_writers = self.waiting_writers.fetch_add(1, Ordering::AcqRel) + 1;
+        let _counted = WaitingWriter(&self.waiting_writers);
+        loop {
+            let mut state = self.flush.lock();
+            state.peak_waiting_writers = state.peak_waiting_writers.max(waiting_writers);
+            if let Some(error) = &state.poisoned {
+                return Err(error.clone());
+            }
+            if state.durable.0 >= version {
+                return Ok(());
+            }
+            if state.flushing {
+                // Followers sleep; only the leader waits for records to complete.
+                self.flush_done.wait(&mut state);
+                continue;
+            }
+            self.lead_sync(version, &mut state);
+        }
+    }
+
+    /// One sync as the leader: wait for the records up to `version` (and the expected group)
+    /// to complete, sync them, publish the new durable version and wake the followers.
+    fn lead_sync(&self, version: Version, state: &mut MutexGuard<'_, FlushState>) {
+        state.flushing = true;
+        let from = state.durable;
+        let group_target = state.group_target(self.waiting_writers.load(Ordering::Acquire));
+        let linger = Duration::from_micros(state.last_sync_micros / 2).min(MAXIMUM_LINGER);
+        let (target, result, sync_micros) = MutexGuard::unlocked(state, || {
+            self.wait_completed(version);
+            self.linger_for_group(from.0 + group_target, linger);
+            let target = unpack(self.completed.load(Ordering::Acquire));
+            let started = std::time::Instant::now();
+            let result = self.sync_range(from.1, target.1);
+            (target, result, started.elapsed().as_micros() as u64)
+        });
+        state.flushing = false;
+        state.last_sync_micros = sync_micros;
+        match result {
+            Ok(()) => {
+                state.durable = target;
+                if self.durability == Durability::Sync {
+                    self.visible.fetch_max(target.0, Ordering::AcqRel);
+                    self.notify_watchers();
+                }
+                // The watermark only ever claims what is already durable, so it needs no sync
+                // of its own; it reaches the disk with the next superblock sync or write-back.
+                let _ = self.record_watermark(target.1);
+            }
+            Err(error) => {
+                state.poisoned = Some(error);
+                self.poisoned.store(true, Ordering::Release);
+            }
+        }
+        self.flush_done.notify_all();
+    }
+
+    /// The leader's short wait before it syncs: until the records of the group it expects
+    /// are complete (every version ≤ `goal_version`), so one sync covers them all, but never
+    /// longer than `limit`. A lone writer's goal is its own record, so it does not wait.
+    fn linger_for_group(&self, goal_version: Version, limit: Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            self.advance_completion();
+            if unpack(self.completed.load(Ordering::Acquire)).0 >= goal_version
+                || std::time::Instant::now() >= deadline
+            {
+                return;
+            }
+            // Let the writers the last sync released append their next records.
+            std::thread::yield_now();
+        }
+    }
+}
