@@ -14,12 +14,19 @@ cargo fmt --all --check
 step "clippy (-D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p tenure-benches --features peers --all-targets --locked -- -D warnings
+cargo clippy -p tenure --features shuttle --lib --tests --locked -- -D warnings
 
 step "cargo-deny: licenses, bans, sources (offline)"
+# Every package of the lock file, for every platform: cargo metadata (which cargo-deny runs)
+# needs them all, and the builds above fetched only this host's.
+cargo fetch --locked
 cargo deny --offline --locked check licenses bans sources
 
 step "tests"
 cargo test --workspace --locked
+
+step "shuttle: the log's completion protocol under randomized and PCT schedules"
+cargo test --locked -p tenure --features shuttle --lib shuttle_
 
 step "fuzz corpora replayed on stable (with the C ABI target)"
 cargo test --locked -p tenure-testkit --features ffi --test fuzz_corpora

@@ -21,6 +21,7 @@ mod rules;
 mod snapshot;
 mod storage;
 mod store;
+mod sync;
 mod validate;
 mod write;
 

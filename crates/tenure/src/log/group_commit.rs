@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use parking_lot::MutexGuard;
 
-use super::{unpack, Durability, LogShared};
+use super::{Durability, LogShared};
 use crate::error::{Error, Result};
 use crate::etag::Version;
 
@@ -104,7 +104,7 @@ impl LogShared {
         let (target, result, sync_micros) = MutexGuard::unlocked(state, || {
             self.wait_completed(version);
             self.linger_for_group(from.0 + group_target, linger);
-            let target = unpack(self.completed.load(Ordering::Acquire));
+            let target = self.completion.load();
             let started = std::time::Instant::now();
             let result = self.sync_range(from.1, target.1);
             (target, result, started.elapsed().as_micros() as u64)
@@ -137,9 +137,7 @@ impl LogShared {
         let deadline = std::time::Instant::now() + limit;
         loop {
             self.advance_completion();
-            if unpack(self.completed.load(Ordering::Acquire)).0 >= goal_version
-                || std::time::Instant::now() >= deadline
-            {
+            if self.completion.load().0 >= goal_version || std::time::Instant::now() >= deadline {
                 return;
             }
             // Let the writers the last sync released append their next records.

@@ -6,6 +6,7 @@
 //! in `sync` mode, synced), so cutting the log at its first bad record can never drop an
 //! acknowledged write. See docs/design.md for the byte layout and the commit protocol.
 
+mod completion;
 mod group_commit;
 pub(crate) mod placement;
 pub mod record;
@@ -26,6 +27,7 @@ use portable_atomic::AtomicU128;
 use crate::error::{Error, Result};
 use crate::etag::Version;
 use crate::storage::{Storage, StorageFile};
+use completion::CompletionTracker;
 use group_commit::FlushState;
 use record::{RecordHeader, RecordKind, HEADER_BYTES};
 use segment::{Segment, SegmentTable};
@@ -78,13 +80,6 @@ fn unpack(word: u128) -> (u64, u64) {
     ((word >> 64) as u64, word as u64)
 }
 
-/// Padded to a cache line: adjacent versions are completed by different threads.
-#[repr(align(64))]
-struct CompletionSlot {
-    version: AtomicU64,
-    end_offset: AtomicU64,
-}
-
 struct SuperblockState {
     current: Superblock,
     /// The copy that holds the last synced superblock; unsynced writes go to the other.
@@ -98,9 +93,8 @@ pub(crate) struct LogShared {
     durability: Durability,
     /// `(next version to hand out, tail offset)`.
     reservation: AtomicU128,
-    /// `(every version ≤ this is complete, end offset of that version)`.
-    completed: AtomicU128,
-    completion_slots: Box<[CompletionSlot]>,
+    /// Which versions are complete (`completion.rs`).
+    completion: CompletionTracker,
     /// Readers see versions ≤ this: complete in `buffered` mode, durable in `sync` mode.
     visible: AtomicU64,
     segments: SegmentTable,
@@ -462,7 +456,7 @@ impl Log {
 
     /// Syncs everything complete and returns once it is durable.
     pub fn flush(&self) -> Result<()> {
-        let (version, _) = unpack(self.shared.completed.load(Ordering::Acquire));
+        let (version, _) = self.shared.completion.load();
         self.shared.wait_durable(version)
     }
 
@@ -478,7 +472,7 @@ impl Log {
     }
 
     fn flush_for_close(&self) -> Result<()> {
-        let (version, _) = unpack(self.shared.completed.load(Ordering::Acquire));
+        let (version, _) = self.shared.completion.load();
         self.shared.wait_durable(version)
     }
 
@@ -542,8 +536,8 @@ impl LogShared {
         let (version, placement) = loop {
             let current = self.reservation.load(Ordering::Acquire);
             let (version, tail) = unpack(current);
-            let (completed_version, _) = unpack(self.completed.load(Ordering::Acquire));
-            if version.saturating_sub(completed_version) > COMPLETION_SLOTS {
+            let (completed_version, _) = self.completion.load();
+            if version.saturating_sub(completed_version) > self.completion.slot_count() {
                 // Too many records in flight: let earlier appenders finish their copies.
                 Self::wait_step(&backoff);
                 continue;
@@ -738,47 +732,26 @@ impl LogShared {
     }
 
     fn complete(&self, version: Version, end_offset: u64) {
-        let slot = &self.completion_slots[(version % COMPLETION_SLOTS) as usize];
-        slot.end_offset.store(end_offset, Ordering::Relaxed);
-        slot.version.store(version, Ordering::Release);
-        self.advance_completion();
+        let advanced_to = self.completion.complete(version, end_offset);
+        self.publish_completed(advanced_to);
     }
 
     fn advance_completion(&self) {
-        loop {
-            let current = self.completed.load(Ordering::Acquire);
-            let (completed_version, _) = unpack(current);
-            let next = completed_version + 1;
-            let slot = &self.completion_slots[(next % COMPLETION_SLOTS) as usize];
-            if slot.version.load(Ordering::Acquire) != next {
-                return;
-            }
-            let end_offset = slot.end_offset.load(Ordering::Acquire);
-            // A slot is reused only after its version completed, which fails the exchange
-            // below; the re-check keeps a torn (version, end) pair out anyway.
-            if slot.version.load(Ordering::Acquire) != next {
-                return;
-            }
-            if self
-                .completed
-                .compare_exchange(
-                    current,
-                    pack(next, end_offset),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_ok()
-                && self.durability == Durability::Buffered
-            {
-                self.visible.fetch_max(next, Ordering::AcqRel);
-                self.notify_watchers();
-            }
+        let advanced_to = self.completion.advance();
+        self.publish_completed(advanced_to);
+    }
+
+    /// In `buffered` mode a complete prefix is visible at once.
+    fn publish_completed(&self, advanced_to: Option<Version>) {
+        if let (Some(version), Durability::Buffered) = (advanced_to, self.durability) {
+            self.visible.fetch_max(version, Ordering::AcqRel);
+            self.notify_watchers();
         }
     }
 
     fn wait_completed(&self, version: Version) {
         let backoff = Backoff::new();
-        while unpack(self.completed.load(Ordering::Acquire)).0 < version {
+        while self.completion.load().0 < version {
             // A poisoned log may hold a version that never completes (its reservation failed);
             // the caller finds the poison in the flush state.
             if self.poisoned.load(Ordering::Acquire) {
@@ -793,7 +766,7 @@ impl LogShared {
     /// the call returns (whoever advanced the completed word).
     fn acknowledge_buffered(&self, version: Version) -> Result<()> {
         self.wait_completed(version);
-        if unpack(self.completed.load(Ordering::Acquire)).0 < version {
+        if self.completion.load().0 < version {
             let poisoned = self.flush.lock().poisoned.clone();
             return Err(poisoned.unwrap_or(Error::Closed));
         }
@@ -873,7 +846,7 @@ impl LogShared {
                     return;
                 }
             }
-            let (version, _) = unpack(self.completed.load(Ordering::Acquire));
+            let (version, _) = self.completion.load();
             if self.wait_durable(version).is_err() {
                 return;
             }

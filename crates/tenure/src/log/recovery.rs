@@ -16,8 +16,8 @@ use super::record::{self, RecordKind};
 use super::segment::{Segment, SegmentTable};
 use super::superblock::{self, ReadOutcome, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
 use super::{
-    pack, sync_superblock_copy, CompletionSlot, FlushState, LogOptions, LogShared, SuperblockState,
-    COMPLETION_SLOTS, MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES,
+    pack, sync_superblock_copy, CompletionTracker, FlushState, LogOptions, LogShared,
+    SuperblockState, COMPLETION_SLOTS, MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES,
 };
 use crate::error::{Error, Result};
 use crate::etag::Version;
@@ -289,20 +289,13 @@ pub(super) fn open(
         .map_err(|error| Error::io(&directory, "fsync directory", error))?;
 
     let last_version = scan.next_version - 1;
-    let completion_slots = (0..COMPLETION_SLOTS)
-        .map(|_| CompletionSlot {
-            version: AtomicU64::new(0),
-            end_offset: AtomicU64::new(0),
-        })
-        .collect();
     Ok(LogShared {
         storage,
         slot_size,
         generation: superblock.generation as u32,
         durability: options.durability,
         reservation: AtomicU128::new(pack(scan.next_version, scan.tail)),
-        completed: AtomicU128::new(pack(last_version, scan.tail)),
-        completion_slots,
+        completion: CompletionTracker::new(COMPLETION_SLOTS, last_version, scan.tail),
         visible: AtomicU64::new(last_version),
         segments: table,
         segment_creation: Mutex::new(()),
