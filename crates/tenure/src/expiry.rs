@@ -18,7 +18,7 @@ impl StoreShared {
         let guard = crossbeam_epoch::pin();
         let now = self.now();
         let mut recorded = 0;
-        for slot in self.index.range_from(&[], &[]) {
+        for slot in self.index.range_from(&[], &[], &guard) {
             if recorded >= max_items {
                 break;
             }
@@ -73,7 +73,7 @@ impl StoreShared {
             match slot.install(head, tombstone, &guard) {
                 Ok(installed) => {
                     reservation.commit()?;
-                    self.maybe_prune(&slot, installed, &guard);
+                    self.maybe_prune(slot, installed, &guard);
                     recorded += 1;
                 }
                 Err(_) => reservation.abort(),

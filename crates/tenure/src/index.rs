@@ -258,7 +258,40 @@ pub fn index_key(container_id: u64, key: &[u8]) -> IndexKey {
 /// The point index and the ordered index over the same slots.
 pub struct Index {
     points: papaya::HashMap<Box<[u8]>, Arc<ItemSlot>, foldhash::fast::RandomState>,
-    ordered: crossbeam_skiplist::SkipMap<Box<[u8]>, Arc<ItemSlot>>,
+    /// The skip list's guard-bound API (not `SkipMap`'s): a range walk then takes one epoch pin
+    /// and no reference counts, where `SkipMap` pins and counts at every step (about 260
+    /// instructions per entry under callgrind).
+    ordered: crossbeam_skiplist::base::SkipList<OrderedSlot, ()>,
+}
+
+/// An ordered-index entry: the slot itself, ordered by its index key, so the key is stored
+/// once (in the slot) rather than again as the skip list's key.
+struct OrderedSlot(Arc<ItemSlot>);
+
+impl PartialEq for OrderedSlot {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.index_key == other.0.index_key
+    }
+}
+
+impl Eq for OrderedSlot {}
+
+impl PartialOrd for OrderedSlot {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrderedSlot {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.index_key.cmp(&other.0.index_key)
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for OrderedSlot {
+    fn borrow(&self) -> &[u8] {
+        &self.0.index_key
+    }
 }
 
 impl Index {
@@ -273,7 +306,9 @@ impl Index {
                 .resize_mode(papaya::ResizeMode::Blocking)
                 .hasher(foldhash::fast::RandomState::default())
                 .build(),
-            ordered: crossbeam_skiplist::SkipMap::new(),
+            ordered: crossbeam_skiplist::base::SkipList::new(
+                crossbeam_epoch::default_collector().clone(),
+            ),
         }
     }
 
@@ -302,20 +337,27 @@ impl Index {
             .clone();
         // The ordered index may briefly lag the point index; listings only ever miss a key
         // whose first write has not committed yet.
+        let guard = crossbeam_epoch::pin();
         self.ordered
-            .get_or_insert(slot.index_key.clone(), Arc::clone(&slot));
+            .get_or_insert(OrderedSlot(Arc::clone(&slot)), (), &guard)
+            .release(&guard);
         slot
     }
 
-    /// Slots with index keys in `[from, …)` that start with `prefix`, in key order.
-    pub fn range_from<'a>(
-        &'a self,
-        from: &'a [u8],
-        prefix: &'a [u8],
-    ) -> impl Iterator<Item = Arc<ItemSlot>> + 'a {
+    /// Slots with index keys in `[from, …)` that start with `prefix`, in key order. Slots are
+    /// never taken out of the ordered index while it lives, and the guard keeps the walk safe.
+    pub fn range_from<'g>(
+        &'g self,
+        from: &'g [u8],
+        prefix: &'g [u8],
+        guard: &'g Guard,
+    ) -> impl Iterator<Item = &'g ItemSlot> + 'g {
         self.ordered
-            .range::<[u8], _>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded))
-            .take_while(move |entry| entry.key().starts_with(prefix))
-            .map(|entry| Arc::clone(entry.value()))
+            .range::<[u8], _>(
+                (std::ops::Bound::Included(from), std::ops::Bound::Unbounded),
+                guard,
+            )
+            .map(|entry| &*entry.key().0)
+            .take_while(move |slot| slot.index_key.starts_with(prefix))
     }
 }

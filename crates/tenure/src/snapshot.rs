@@ -39,6 +39,15 @@ impl Snapshot<'_> {
         self.version
     }
 
+    pub(crate) fn store(&self) -> &StoreShared {
+        self.store
+    }
+
+    /// The clock time the snapshot was taken at (TTL is judged at it).
+    pub(crate) fn now(&self) -> Timestamp {
+        self.now
+    }
+
     /// Reads an item without copying its value: the value borrows the log's mapping for as
     /// long as the snapshot lives (LMDB's contract). Compaction does not remove a segment
     /// while any snapshot is open, and a segment is never written again once its records

@@ -600,9 +600,9 @@ impl StoreShared {
         // Bounded look-ahead for "is there another item?" past a full page.
         const LOOK_AHEAD_SLOTS: usize = 1024;
         let mut looked_ahead = 0;
-        for slot in self.index.range_from(&start, &full_prefix) {
+        for slot in self.index.range_from(&start, &full_prefix, &guard) {
             let Some(node) = self
-                .resolve(&slot, version, repeatable, &guard)
+                .resolve(slot, version, repeatable, &guard)
                 .filter(|node| node.is_live_at(now))
             else {
                 if items.len() == page_size {

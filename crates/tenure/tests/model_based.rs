@@ -63,6 +63,30 @@ fn check_against_model(store: &Store, model: &Model, seed: u64, step: usize) {
             }
             None => assert_eq!(listed.unwrap_err().code(), ErrorCode::ContainerNotFound),
         }
+        // A snapshot scan sees the same items, values and versions, from any start key.
+        let snapshot = store.snapshot().unwrap();
+        for from in [&b""[..], KEYS[KEYS.len() / 2]] {
+            let mut scanned = Vec::new();
+            let result = snapshot.scan(container, b"", from, |entry| {
+                scanned.push((entry.key.to_vec(), entry.value.to_vec(), entry.version));
+                true
+            });
+            match model.containers.get(container) {
+                Some(items) => {
+                    assert_eq!(result.unwrap(), scanned.len());
+                    let expected: Vec<(Vec<u8>, Vec<u8>, u64)> = items
+                        .iter()
+                        .filter(|(key, _)| key.as_slice() >= from)
+                        .map(|(key, item)| (key.clone(), item.value.clone(), item.version))
+                        .collect();
+                    assert_eq!(
+                        scanned, expected,
+                        "seed {seed} step {step}: scan {container} from {from:?}"
+                    );
+                }
+                None => assert_eq!(result.unwrap_err().code(), ErrorCode::ContainerNotFound),
+            }
+        }
     }
 }
 

@@ -75,7 +75,7 @@ impl StoreShared {
                 ..ContainerStats::default()
             };
             let prefix = index_key(incarnation.id, b"");
-            for slot in self.index.range_from(&prefix, &prefix) {
+            for slot in self.index.range_from(&prefix, &prefix, &guard) {
                 let mut node = slot.head.load(std::sync::atomic::Ordering::Acquire, &guard);
                 // SAFETY: nodes reachable from a head are freed only through the epoch, and
                 // the guard is held.
@@ -87,7 +87,7 @@ impl StoreShared {
                         .older
                         .load(std::sync::atomic::Ordering::Acquire, &guard);
                 }
-                let Some(node) = self.resolve(&slot, version, false, &guard) else {
+                let Some(node) = self.resolve(slot, version, false, &guard) else {
                     continue;
                 };
                 if node.lock().is_some_and(|lock| lock.is_live(now)) {
