@@ -190,9 +190,14 @@ fn load(directory: &Path) -> Result<Loaded> {
     let mut lengths = Vec::new();
     for (slot, name) in &segment_names {
         let path = directory.join(name);
-        let length = std::fs::metadata(&path)
-            .map_err(|error| Error::io(&path, "stat", error))?
-            .len();
+        let length = match std::fs::metadata(&path) {
+            Ok(metadata) => metadata.len(),
+            // Gone since the listing: a compaction's deferred removal of a segment below the
+            // first slot, which can run after its store closed (docs/design.md §9). What is
+            // absent is judged as absent, as if it had never been listed.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(error) => return Err(Error::io(&path, "stat", error)),
+        };
         lengths.push((*slot, path, length));
     }
     let superblock = found.unwrap_or_else(|| {
