@@ -106,12 +106,26 @@ fn random_v4_id() -> u128 {
         .as_u128()
 }
 
-fn generated_lease_id() -> LeaseId {
-    LeaseId(random_v4_id())
+/// A fresh lease id for an acquire that proposes none; no other action needs one, and a
+/// random id costs about a tenth of a lease action.
+fn generated_id_for(action: &LeaseAction) -> Option<LeaseId> {
+    matches!(
+        action,
+        LeaseAction::Acquire {
+            proposed_id: None,
+            ..
+        }
+    )
+    .then(|| LeaseId(random_v4_id()))
 }
 
 fn generated_lock_handle() -> LockHandle {
     LockHandle(random_v4_id())
+}
+
+thread_local! {
+    /// Where a lease or lock action encodes its record before copying it into the log.
+    static RECORD_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A coordination decision: the key's new lease and lock, and what the caller gets back.
@@ -170,15 +184,17 @@ impl StoreShared {
                 Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
             };
             let etag_version = current.map_or(0, |node| node.etag_version);
-            let size = codec::encode_item_coordination(
-                incarnation.id,
-                key,
-                etag_version,
-                None,
-                &sizing.coordination,
-            )
-            .len();
-            let mut reservation = self.log.reserve(size)?;
+            let mut reservation = RECORD_SCRATCH.with_borrow_mut(|scratch| {
+                codec::encode_item_coordination(
+                    scratch,
+                    incarnation.id,
+                    key,
+                    etag_version,
+                    None,
+                    &sizing.coordination,
+                );
+                self.log.reserve(scratch.len())
+            })?;
             let version = reservation.version();
             let decision = match decide(current, &state, now, version) {
                 Ok(decision) => decision,
@@ -191,19 +207,22 @@ impl StoreShared {
                 Some(expires_at) => expires_at,
                 None => current.and_then(|node| node.expires_at),
             };
-            let payload = codec::encode_item_coordination(
-                incarnation.id,
-                key,
-                etag_version,
-                expires_at,
-                &decision.coordination,
-            );
-            assert_eq!(
-                payload.len(),
-                size,
-                "coordination records are fixed-size for a given decision"
-            );
-            reservation.payload_mut().copy_from_slice(&payload);
+            RECORD_SCRATCH.with_borrow_mut(|scratch| {
+                codec::encode_item_coordination(
+                    scratch,
+                    incarnation.id,
+                    key,
+                    etag_version,
+                    expires_at,
+                    &decision.coordination,
+                );
+                assert_eq!(
+                    scratch.len(),
+                    reservation.payload_mut().len(),
+                    "coordination records are fixed-size for a given decision"
+                );
+                reservation.payload_mut().copy_from_slice(scratch);
+            });
             let node = Owned::new(VersionNode {
                 version,
                 etag_version,
@@ -232,9 +251,9 @@ impl StoreShared {
         container: &str,
         key: &[u8],
         action: LeaseAction,
-        generated_id: LeaseId,
     ) -> Result<LeaseOutcome> {
         lease::validate_action(&action)?;
+        let generated_id = generated_id_for(&action);
         let acquiring = matches!(action, LeaseAction::Acquire { .. });
         self.change_coordination(container, key, false, |current, state, now, version| {
             let Some(item) = current else {
@@ -276,16 +295,11 @@ impl StoreShared {
             duration: request.duration,
             holder: request.holder.clone(),
         };
-        lease_of(&self.lease_action(container, key, action, generated_lease_id())?)
+        lease_of(&self.lease_action(container, key, action)?)
     }
 
     pub fn renew_lease(&self, container: &str, key: &[u8], id: LeaseId) -> Result<Lease> {
-        lease_of(&self.lease_action(
-            container,
-            key,
-            LeaseAction::Renew { id },
-            generated_lease_id(),
-        )?)
+        lease_of(&self.lease_action(container, key, LeaseAction::Renew { id })?)
     }
 
     pub fn change_lease(
@@ -296,17 +310,12 @@ impl StoreShared {
         proposed_id: LeaseId,
     ) -> Result<Lease> {
         let action = LeaseAction::Change { id, proposed_id };
-        lease_of(&self.lease_action(container, key, action, generated_lease_id())?)
+        lease_of(&self.lease_action(container, key, action)?)
     }
 
     pub fn release_lease(&self, container: &str, key: &[u8], id: LeaseId) -> Result<()> {
-        self.lease_action(
-            container,
-            key,
-            LeaseAction::Release { id },
-            generated_lease_id(),
-        )
-        .map(|_| ())
+        self.lease_action(container, key, LeaseAction::Release { id })
+            .map(|_| ())
     }
 
     /// Breaks the lease; returns the time until a new lease can be acquired (zero when broken
@@ -317,12 +326,7 @@ impl StoreShared {
         key: &[u8],
         period_seconds: Option<u32>,
     ) -> Result<Duration> {
-        let outcome = self.lease_action(
-            container,
-            key,
-            LeaseAction::Break { period_seconds },
-            generated_lease_id(),
-        )?;
+        let outcome = self.lease_action(container, key, LeaseAction::Break { period_seconds })?;
         Ok(Duration::from_micros(
             outcome.break_time_left_micros.unwrap_or(0),
         ))
@@ -545,6 +549,7 @@ impl StoreShared {
         self.check_open()?;
         lease::validate_action(&action)?;
         validate::container_name(name)?;
+        let generated_id = generated_id_for(&action);
         let _changes = self.catalog.changes.lock();
         let incarnation = self
             .catalog
@@ -561,7 +566,7 @@ impl StoreShared {
             action.clone(),
             LeaseContext {
                 now,
-                generated_id: generated_lease_id(),
+                generated_id,
                 last_fence: 0,
                 last_modified,
             },
@@ -574,7 +579,7 @@ impl StoreShared {
             action,
             LeaseContext {
                 now,
-                generated_id: probe.lease_id.unwrap_or_else(generated_lease_id),
+                generated_id,
                 last_fence: version.saturating_sub(1),
                 last_modified,
             },

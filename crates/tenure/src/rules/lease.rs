@@ -281,8 +281,9 @@ pub enum LeaseAction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseContext {
     pub now: Timestamp,
-    /// Freshly generated (uuid v4) by the caller; used when an acquire proposes no id.
-    pub generated_id: LeaseId,
+    /// Freshly generated (uuid v4) by the caller for an acquire that proposes no id (see
+    /// `generated_id_for`); `None` for every other action, which never needs one.
+    pub generated_id: Option<LeaseId>,
     /// The highest fence ever granted for this item or container (0 if none).
     pub last_fence: u64,
     /// When the leased item or container was last written.
@@ -414,7 +415,9 @@ fn acquire(
             // from wrapping to a fence that looks old.
             let fence = context.last_fence.max(highest_fence).saturating_add(1);
             Ok(LeaseOutcome::granted(LeaseRecord {
-                id: proposed_id.unwrap_or(context.generated_id),
+                id: proposed_id
+                    .or(context.generated_id)
+                    .expect("an acquire without a proposed id carries a generated one"),
                 duration,
                 deadline: duration.deadline_from(now),
                 break_deadline: None,

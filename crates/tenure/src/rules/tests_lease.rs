@@ -62,7 +62,7 @@ pub(super) fn record_in(state: LeaseState) -> Option<LeaseRecord> {
 pub(super) fn context() -> LeaseContext {
     LeaseContext {
         now: NOW,
-        generated_id: GENERATED,
+        generated_id: Some(GENERATED),
         last_fence: LAST_FENCE,
         last_modified: LAST_MODIFIED,
     }
