@@ -30,16 +30,6 @@
  */
 #define TENURE_LOCK_HANDLE_SIZE 40
 
-#define TENURE_LEASE_AVAILABLE 0
-
-#define TENURE_LEASE_LEASED 1
-
-#define TENURE_LEASE_EXPIRED 2
-
-#define TENURE_LEASE_BREAKING 3
-
-#define TENURE_LEASE_BROKEN 4
-
 #define TENURE_CHANGE_CREATED 0
 
 #define TENURE_CHANGE_UPDATED 1
@@ -51,6 +41,16 @@
 #define TENURE_CHANGE_CONTAINER_CREATED 4
 
 #define TENURE_CHANGE_CONTAINER_DELETED 5
+
+#define TENURE_LEASE_AVAILABLE 0
+
+#define TENURE_LEASE_LEASED 1
+
+#define TENURE_LEASE_EXPIRED 2
+
+#define TENURE_LEASE_BREAKING 3
+
+#define TENURE_LEASE_BROKEN 4
 
 /*
  A batch under construction.
@@ -88,24 +88,6 @@ typedef struct tenure_store tenure_store;
 typedef uint32_t tenure_status;
 
 /*
- Options of `tenure_store_open`. Pass NULL for the defaults; zero-initialise and set fields.
- */
-typedef struct {
-  /*
-   0 = sync (every write durable when it returns), 1 = buffered.
-   */
-  uint32_t durability;
-  /*
-   0 = the default (64 MiB). Fixed when the store is created.
-   */
-  uint64_t segment_size_bytes;
-  /*
-   true = no background compaction thread.
-   */
-  bool disable_background_compaction;
-} tenure_store_options;
-
-/*
  Conditions and options of a read or write. Zero-initialise, then set what you need; NULL
  strings are absent. Dates are microseconds since the Unix epoch (>= 0).
  */
@@ -138,22 +120,21 @@ typedef struct {
 } tenure_conditions;
 
 /*
- What a read reports besides the value.
+ One change, as tenure_cursor_next reports it.
  */
 typedef struct {
   uint64_t version;
   /*
-   NUL-terminated ETag text.
+   One of TENURE_CHANGE_*.
    */
+  uint32_t kind;
+  bool has_key;
+  uint64_t key_length;
+  bool has_etag;
   char etag[TENURE_ETAG_SIZE];
-  int64_t last_modified_us;
-  bool has_expires_at;
-  int64_t expires_at_us;
-  /*
-   The value's length in bytes.
-   */
+  bool has_value;
   uint64_t value_length;
-} tenure_item_info;
+} tenure_change;
 
 /*
  A granted lease.
@@ -189,21 +170,40 @@ typedef struct {
 } tenure_lease_info;
 
 /*
- One change, as tenure_cursor_next reports it.
+ What a read reports besides the value.
  */
 typedef struct {
   uint64_t version;
   /*
-   One of TENURE_CHANGE_*.
+   NUL-terminated ETag text.
    */
-  uint32_t kind;
-  bool has_key;
-  uint64_t key_length;
-  bool has_etag;
   char etag[TENURE_ETAG_SIZE];
-  bool has_value;
+  int64_t last_modified_us;
+  bool has_expires_at;
+  int64_t expires_at_us;
+  /*
+   The value's length in bytes.
+   */
   uint64_t value_length;
-} tenure_change;
+} tenure_item_info;
+
+/*
+ Options of `tenure_store_open`. Pass NULL for the defaults; zero-initialise and set fields.
+ */
+typedef struct {
+  /*
+   0 = sync (every write durable when it returns), 1 = buffered.
+   */
+  uint32_t durability;
+  /*
+   0 = the default (64 MiB). Fixed when the store is created.
+   */
+  uint64_t segment_size_bytes;
+  /*
+   true = no background compaction thread.
+   */
+  bool disable_background_compaction;
+} tenure_store_options;
 
 #define TENURE_OK 0
 
@@ -272,280 +272,6 @@ extern "C" {
 #endif // __cplusplus
 
 /*
- The library version, e.g. "0.1.0". Static; never free it.
- */
-const char *tenure_version(void);
-
-/*
- The SPEC §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise. Static.
- */
-const char *tenure_status_name(tenure_status status);
-
-/*
- The HTTP-style number of a status (200 for TENURE_OK, 0 for an unknown status).
- */
-uint32_t tenure_status_http(tenure_status status);
-
-/*
- Copies this thread's last failure message (UTF-8, no NUL added) into `buffer`; `*length_out`
- gets its length (also on TENURE_ERR_BUFFER_TOO_SMALL). Empty if nothing failed yet.
- */
-tenure_status tenure_last_error_message(uint8_t *buffer, size_t capacity, size_t *length_out);
-
-/*
- The current ETag reported with this thread's last failure (a precondition failure on an
- existing item). `*has_etag_out` false when there was none. `etag_out` holds
- TENURE_ETAG_SIZE bytes.
- */
-tenure_status tenure_last_error_etag(char *etag_out, bool *has_etag_out);
-
-/*
- The index of the failing operation of this thread's last failed batch commit.
- `*has_index_out` false when the last failure was not a batch operation's.
- */
-tenure_status tenure_last_error_batch_index(uint64_t *index_out, bool *has_index_out);
-
-/*
- Opens (creating if needed) the store in directory `path`.
- */
-tenure_status tenure_store_open(const char *path,
-                                const tenure_store_options *options,
-                                tenure_store **store_out);
-
-/*
- Flushes and closes the store. The handle stays allocated (free it with tenure_store_free);
- every later use of it fails with InvalidArgument. Snapshots, batches and cursors still open
- keep the engine alive until they are freed; close then only flushes.
- */
-tenure_status tenure_store_close(const tenure_store *store);
-
-/*
- Frees the handle (closing the store first if needed). NULL is fine; a second free fails.
- */
-tenure_status tenure_store_free(tenure_store *store);
-
-/*
- Makes every acknowledged write durable.
- */
-tenure_status tenure_store_flush(const tenure_store *store);
-
-/*
- The store's current version (the last committed change).
- */
-tenure_status tenure_store_version(const tenure_store *store, uint64_t *version_out);
-
-/*
- Creates a container. `has_default_ttl`/`default_ttl_seconds` (1..=u32::MAX) set its TTL.
- */
-tenure_status tenure_container_create(const tenure_store *store,
-                                      const char *name,
-                                      bool has_default_ttl,
-                                      int64_t default_ttl_seconds);
-
-/*
- Deletes a container and every item in it. `conditions` (NULL = none): if_match,
- if_none_match, dates and lease_id apply; if_version, lock_handle and ttl are refused.
- */
-tenure_status tenure_container_delete(const tenure_store *store,
-                                      const char *name,
-                                      const tenure_conditions *conditions);
-
-/*
- Writes the item (create or replace). `conditions` may be NULL. `etag_out` (NULL = not
- wanted) receives the new ETag; it must hold TENURE_ETAG_SIZE bytes. On a precondition
- failure, `tenure_last_error_etag` gives the item's current ETag.
- */
-tenure_status tenure_put(const tenure_store *store,
-                         const char *container,
-                         const uint8_t *key,
-                         size_t key_length,
-                         const uint8_t *value,
-                         size_t value_length,
-                         const tenure_conditions *conditions,
-                         char *etag_out);
-
-/*
- As tenure_put, only if the item does not exist (TENURE_ERR_ALREADY_EXISTS otherwise).
- */
-tenure_status tenure_create(const tenure_store *store,
-                            const char *container,
-                            const uint8_t *key,
-                            size_t key_length,
-                            const uint8_t *value,
-                            size_t value_length,
-                            const tenure_conditions *conditions,
-                            char *etag_out);
-
-/*
- As tenure_put, only if the item exists (TENURE_ERR_NOT_FOUND otherwise).
- */
-tenure_status tenure_replace(const tenure_store *store,
-                             const char *container,
-                             const uint8_t *key,
-                             size_t key_length,
-                             const uint8_t *value,
-                             size_t value_length,
-                             const tenure_conditions *conditions,
-                             char *etag_out);
-
-/*
- Deletes the item. `conditions` may be NULL.
- */
-tenure_status tenure_delete(const tenure_store *store,
-                            const char *container,
-                            const uint8_t *key,
-                            size_t key_length,
-                            const tenure_conditions *conditions);
-
-/*
- Reads an item into the caller's buffer. `*value_length_out` receives the value's length;
- when it exceeds `value_capacity` the call fails with TENURE_ERR_BUFFER_TOO_SMALL (the
- length is still written, nothing else). `info_out` (NULL = not wanted) receives version,
- ETag and dates. `value_buffer` may be NULL when `value_capacity` is 0 (a size query).
- */
-tenure_status tenure_get(const tenure_store *store,
-                         const char *container,
-                         const uint8_t *key,
-                         size_t key_length,
-                         const tenure_conditions *conditions,
-                         uint8_t *value_buffer,
-                         size_t value_capacity,
-                         size_t *value_length_out,
-                         tenure_item_info *info_out);
-
-/*
- Reads an item's metadata only (no value).
- */
-tenure_status tenure_get_properties(const tenure_store *store,
-                                    const char *container,
-                                    const uint8_t *key,
-                                    size_t key_length,
-                                    const tenure_conditions *conditions,
-                                    tenure_item_info *info_out);
-
-/*
- Reads an item into a new item handle (free it with tenure_item_free).
- */
-tenure_status tenure_get_item(const tenure_store *store,
-                              const char *container,
-                              const uint8_t *key,
-                              size_t key_length,
-                              const tenure_conditions *conditions,
-                              tenure_item **item_out);
-
-/*
- The item's metadata.
- */
-tenure_status tenure_item_get_info(const tenure_item *item, tenure_item_info *info_out);
-
-/*
- Copies the item's value out (TENURE_ERR_BUFFER_TOO_SMALL reports the size).
- */
-tenure_status tenure_item_value(const tenure_item *item,
-                                uint8_t *buffer_out,
-                                size_t capacity,
-                                size_t *length_out);
-
-/*
- A zero-copy view of the item's value, valid until the item handle is freed.
- */
-tenure_status tenure_item_value_view(const tenure_item *item,
-                                     const uint8_t **data_out,
-                                     size_t *length_out);
-
-/*
- Frees an item handle. NULL is fine.
- */
-tenure_status tenure_item_free(tenure_item *item);
-
-/*
- One page of the items of `container` whose keys start with the prefix, in key order.
- `page_size` 1..=10000; `continuation` NULL for the first page, else the text from
- tenure_page_continuation.
- */
-tenure_status tenure_list(const tenure_store *store,
-                          const char *container,
-                          const uint8_t *prefix,
-                          size_t prefix_length,
-                          uint32_t page_size,
-                          const char *continuation,
-                          bool include_values,
-                          tenure_page **page_out);
-
-/*
- The number of items in the page.
- */
-tenure_status tenure_page_count(const tenure_page *page, size_t *count_out);
-
-/*
- Copies the key of item `index` out.
- */
-tenure_status tenure_page_key(const tenure_page *page,
-                              size_t index,
-                              uint8_t *buffer_out,
-                              size_t capacity,
-                              size_t *length_out);
-
-/*
- Copies the value of item `index` out (empty unless the listing included values).
- */
-tenure_status tenure_page_value(const tenure_page *page,
-                                size_t index,
-                                uint8_t *buffer_out,
-                                size_t capacity,
-                                size_t *length_out);
-
-/*
- The metadata of item `index`.
- */
-tenure_status tenure_page_item_info(const tenure_page *page,
-                                    size_t index,
-                                    tenure_item_info *info_out);
-
-/*
- The continuation for the next page as NUL-terminated text (pass it to tenure_list).
- `*has_more_out` false when this was the last page (then nothing is copied).
- */
-tenure_status tenure_page_continuation(const tenure_page *page,
-                                       char *buffer_out,
-                                       size_t capacity,
-                                       size_t *length_out,
-                                       bool *has_more_out);
-
-/*
- Frees a page. NULL is fine.
- */
-tenure_status tenure_page_free(tenure_page *page);
-
-/*
- Opens a repeatable read view of the store (free it with tenure_snapshot_free).
- */
-tenure_status tenure_snapshot_open(const tenure_store *store, tenure_snapshot **snapshot_out);
-
-/*
- The version the snapshot sees.
- */
-tenure_status tenure_snapshot_version(const tenure_snapshot *snapshot, uint64_t *version_out);
-
-/*
- tenure_get as of the snapshot.
- */
-tenure_status tenure_snapshot_get(const tenure_snapshot *snapshot,
-                                  const char *container,
-                                  const uint8_t *key,
-                                  size_t key_length,
-                                  const tenure_conditions *conditions,
-                                  uint8_t *value_buffer,
-                                  size_t value_capacity,
-                                  size_t *value_length_out,
-                                  tenure_item_info *info_out);
-
-/*
- Frees a snapshot. NULL is fine.
- */
-tenure_status tenure_snapshot_free(tenure_snapshot *snapshot);
-
-/*
  Starts a batch (nothing happens until tenure_batch_commit).
  */
 tenure_status tenure_batch_new(const tenure_store *store, tenure_batch **batch_out);
@@ -612,6 +338,151 @@ tenure_status tenure_batch_commit(const tenure_batch *batch, uint64_t *version_o
  Frees a batch (uncommitted operations are dropped). NULL is fine.
  */
 tenure_status tenure_batch_free(tenure_batch *batch);
+
+/*
+ The library version, e.g. "0.1.0". Static; never free it.
+ */
+const char *tenure_version(void);
+
+/*
+ The SPEC §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise. Static.
+ */
+const char *tenure_status_name(tenure_status status);
+
+/*
+ The HTTP-style number of a status (200 for TENURE_OK, 0 for an unknown status).
+ */
+uint32_t tenure_status_http(tenure_status status);
+
+/*
+ Copies this thread's last failure message (UTF-8, no NUL added) into `buffer`; `*length_out`
+ gets its length (also on TENURE_ERR_BUFFER_TOO_SMALL). Empty if nothing failed yet.
+ */
+tenure_status tenure_last_error_message(uint8_t *buffer, size_t capacity, size_t *length_out);
+
+/*
+ The current ETag reported with this thread's last failure (a precondition failure on an
+ existing item). `*has_etag_out` false when there was none. `etag_out` holds
+ TENURE_ETAG_SIZE bytes.
+ */
+tenure_status tenure_last_error_etag(char *etag_out, bool *has_etag_out);
+
+/*
+ The index of the failing operation of this thread's last failed batch commit.
+ `*has_index_out` false when the last failure was not a batch operation's.
+ */
+tenure_status tenure_last_error_batch_index(uint64_t *index_out, bool *has_index_out);
+
+/*
+ Creates a container. `has_default_ttl`/`default_ttl_seconds` (1..=u32::MAX) set its TTL.
+ */
+tenure_status tenure_container_create(const tenure_store *store,
+                                      const char *name,
+                                      bool has_default_ttl,
+                                      int64_t default_ttl_seconds);
+
+/*
+ Deletes a container and every item in it. `conditions` (NULL = none): if_match,
+ if_none_match, dates and lease_id apply; if_version, lock_handle and ttl are refused.
+ */
+tenure_status tenure_container_delete(const tenure_store *store,
+                                      const char *name,
+                                      const tenure_conditions *conditions);
+
+/*
+ Opens a cursor over the changes after version `since` (0 = from the start), of one
+ container (`container` non-NULL) or all.
+ */
+tenure_status tenure_cursor_open(const tenure_store *store,
+                                 uint64_t since,
+                                 const char *container,
+                                 bool include_values,
+                                 tenure_cursor **cursor_out);
+
+/*
+ Moves to the next change. `*has_change_out` false when there is none yet (call again
+ later); else `change_out` describes it and tenure_cursor_key / _value / _container copy its
+ parts out.
+ */
+tenure_status tenure_cursor_next(const tenure_cursor *cursor,
+                                 tenure_change *change_out,
+                                 bool *has_change_out);
+
+/*
+ Copies the current change's key out (empty for container changes).
+ */
+tenure_status tenure_cursor_key(const tenure_cursor *cursor,
+                                uint8_t *buffer_out,
+                                size_t capacity,
+                                size_t *length_out);
+
+/*
+ Copies the current change's value out (empty unless values were asked for).
+ */
+tenure_status tenure_cursor_value(const tenure_cursor *cursor,
+                                  uint8_t *buffer_out,
+                                  size_t capacity,
+                                  size_t *length_out);
+
+/*
+ Copies the current change's container name out (UTF-8, no NUL).
+ */
+tenure_status tenure_cursor_container(const tenure_cursor *cursor,
+                                      uint8_t *buffer_out,
+                                      size_t capacity,
+                                      size_t *length_out);
+
+/*
+ Frees a cursor. NULL is fine.
+ */
+tenure_status tenure_cursor_free(tenure_cursor *cursor);
+
+/*
+ Writes the item (create or replace). `conditions` may be NULL. `etag_out` (NULL = not
+ wanted) receives the new ETag; it must hold TENURE_ETAG_SIZE bytes. On a precondition
+ failure, `tenure_last_error_etag` gives the item's current ETag.
+ */
+tenure_status tenure_put(const tenure_store *store,
+                         const char *container,
+                         const uint8_t *key,
+                         size_t key_length,
+                         const uint8_t *value,
+                         size_t value_length,
+                         const tenure_conditions *conditions,
+                         char *etag_out);
+
+/*
+ As tenure_put, only if the item does not exist (TENURE_ERR_ALREADY_EXISTS otherwise).
+ */
+tenure_status tenure_create(const tenure_store *store,
+                            const char *container,
+                            const uint8_t *key,
+                            size_t key_length,
+                            const uint8_t *value,
+                            size_t value_length,
+                            const tenure_conditions *conditions,
+                            char *etag_out);
+
+/*
+ As tenure_put, only if the item exists (TENURE_ERR_NOT_FOUND otherwise).
+ */
+tenure_status tenure_replace(const tenure_store *store,
+                             const char *container,
+                             const uint8_t *key,
+                             size_t key_length,
+                             const uint8_t *value,
+                             size_t value_length,
+                             const tenure_conditions *conditions,
+                             char *etag_out);
+
+/*
+ Deletes the item. `conditions` may be NULL.
+ */
+tenure_status tenure_delete(const tenure_store *store,
+                            const char *container,
+                            const uint8_t *key,
+                            size_t key_length,
+                            const tenure_conditions *conditions);
 
 /*
  Acquires the item's lease: `duration_seconds` 15..=60 or -1 (infinite); `proposed_id`
@@ -688,6 +559,65 @@ tenure_status tenure_lease_get_info(const tenure_store *store,
                                     tenure_lease_info *info_out);
 
 /*
+ One page of the items of `container` whose keys start with the prefix, in key order.
+ `page_size` 1..=10000; `continuation` NULL for the first page, else the text from
+ tenure_page_continuation.
+ */
+tenure_status tenure_list(const tenure_store *store,
+                          const char *container,
+                          const uint8_t *prefix,
+                          size_t prefix_length,
+                          uint32_t page_size,
+                          const char *continuation,
+                          bool include_values,
+                          tenure_page **page_out);
+
+/*
+ The number of items in the page.
+ */
+tenure_status tenure_page_count(const tenure_page *page, size_t *count_out);
+
+/*
+ Copies the key of item `index` out.
+ */
+tenure_status tenure_page_key(const tenure_page *page,
+                              size_t index,
+                              uint8_t *buffer_out,
+                              size_t capacity,
+                              size_t *length_out);
+
+/*
+ Copies the value of item `index` out (empty unless the listing included values).
+ */
+tenure_status tenure_page_value(const tenure_page *page,
+                                size_t index,
+                                uint8_t *buffer_out,
+                                size_t capacity,
+                                size_t *length_out);
+
+/*
+ The metadata of item `index`.
+ */
+tenure_status tenure_page_item_info(const tenure_page *page,
+                                    size_t index,
+                                    tenure_item_info *info_out);
+
+/*
+ The continuation for the next page as NUL-terminated text (pass it to tenure_list).
+ `*has_more_out` false when this was the last page (then nothing is copied).
+ */
+tenure_status tenure_page_continuation(const tenure_page *page,
+                                       char *buffer_out,
+                                       size_t capacity,
+                                       size_t *length_out,
+                                       bool *has_more_out);
+
+/*
+ Frees a page. NULL is fine.
+ */
+tenure_status tenure_page_free(tenure_page *page);
+
+/*
  Locks the item for `lock_timeout_ms` (> 0) and returns its handle text in `lock_handle_out`
  (TENURE_LOCK_HANDLE_SIZE bytes). `item_out` (NULL = not wanted) receives an item handle of
  the locked item, or NULL when `force` locked an absent key. Never waits.
@@ -727,52 +657,122 @@ tenure_status tenure_unlock(const tenure_store *store,
                             int64_t ttl_seconds);
 
 /*
- Opens a cursor over the changes after version `since` (0 = from the start), of one
- container (`container` non-NULL) or all.
+ Reads an item into the caller's buffer. `*value_length_out` receives the value's length;
+ when it exceeds `value_capacity` the call fails with TENURE_ERR_BUFFER_TOO_SMALL (the
+ length is still written, nothing else). `info_out` (NULL = not wanted) receives version,
+ ETag and dates. `value_buffer` may be NULL when `value_capacity` is 0 (a size query).
  */
-tenure_status tenure_cursor_open(const tenure_store *store,
-                                 uint64_t since,
-                                 const char *container,
-                                 bool include_values,
-                                 tenure_cursor **cursor_out);
+tenure_status tenure_get(const tenure_store *store,
+                         const char *container,
+                         const uint8_t *key,
+                         size_t key_length,
+                         const tenure_conditions *conditions,
+                         uint8_t *value_buffer,
+                         size_t value_capacity,
+                         size_t *value_length_out,
+                         tenure_item_info *info_out);
 
 /*
- Moves to the next change. `*has_change_out` false when there is none yet (call again
- later); else `change_out` describes it and tenure_cursor_key / _value / _container copy its
- parts out.
+ Reads an item's metadata only (no value).
  */
-tenure_status tenure_cursor_next(const tenure_cursor *cursor,
-                                 tenure_change *change_out,
-                                 bool *has_change_out);
+tenure_status tenure_get_properties(const tenure_store *store,
+                                    const char *container,
+                                    const uint8_t *key,
+                                    size_t key_length,
+                                    const tenure_conditions *conditions,
+                                    tenure_item_info *info_out);
 
 /*
- Copies the current change's key out (empty for container changes).
+ Reads an item into a new item handle (free it with tenure_item_free).
  */
-tenure_status tenure_cursor_key(const tenure_cursor *cursor,
+tenure_status tenure_get_item(const tenure_store *store,
+                              const char *container,
+                              const uint8_t *key,
+                              size_t key_length,
+                              const tenure_conditions *conditions,
+                              tenure_item **item_out);
+
+/*
+ The item's metadata.
+ */
+tenure_status tenure_item_get_info(const tenure_item *item, tenure_item_info *info_out);
+
+/*
+ Copies the item's value out (TENURE_ERR_BUFFER_TOO_SMALL reports the size).
+ */
+tenure_status tenure_item_value(const tenure_item *item,
                                 uint8_t *buffer_out,
                                 size_t capacity,
                                 size_t *length_out);
 
 /*
- Copies the current change's value out (empty unless values were asked for).
+ A zero-copy view of the item's value, valid until the item handle is freed.
  */
-tenure_status tenure_cursor_value(const tenure_cursor *cursor,
-                                  uint8_t *buffer_out,
-                                  size_t capacity,
-                                  size_t *length_out);
+tenure_status tenure_item_value_view(const tenure_item *item,
+                                     const uint8_t **data_out,
+                                     size_t *length_out);
 
 /*
- Copies the current change's container name out (UTF-8, no NUL).
+ Frees an item handle. NULL is fine.
  */
-tenure_status tenure_cursor_container(const tenure_cursor *cursor,
-                                      uint8_t *buffer_out,
-                                      size_t capacity,
-                                      size_t *length_out);
+tenure_status tenure_item_free(tenure_item *item);
 
 /*
- Frees a cursor. NULL is fine.
+ Opens a repeatable read view of the store (free it with tenure_snapshot_free).
  */
-tenure_status tenure_cursor_free(tenure_cursor *cursor);
+tenure_status tenure_snapshot_open(const tenure_store *store, tenure_snapshot **snapshot_out);
+
+/*
+ The version the snapshot sees.
+ */
+tenure_status tenure_snapshot_version(const tenure_snapshot *snapshot, uint64_t *version_out);
+
+/*
+ tenure_get as of the snapshot.
+ */
+tenure_status tenure_snapshot_get(const tenure_snapshot *snapshot,
+                                  const char *container,
+                                  const uint8_t *key,
+                                  size_t key_length,
+                                  const tenure_conditions *conditions,
+                                  uint8_t *value_buffer,
+                                  size_t value_capacity,
+                                  size_t *value_length_out,
+                                  tenure_item_info *info_out);
+
+/*
+ Frees a snapshot. NULL is fine.
+ */
+tenure_status tenure_snapshot_free(tenure_snapshot *snapshot);
+
+/*
+ Opens (creating if needed) the store in directory `path`.
+ */
+tenure_status tenure_store_open(const char *path,
+                                const tenure_store_options *options,
+                                tenure_store **store_out);
+
+/*
+ Flushes and closes the store. The handle stays allocated (free it with tenure_store_free);
+ every later use of it fails with InvalidArgument. Snapshots, batches and cursors still open
+ keep the engine alive until they are freed; close then only flushes.
+ */
+tenure_status tenure_store_close(const tenure_store *store);
+
+/*
+ Frees the handle (closing the store first if needed). NULL is fine; a second free fails.
+ */
+tenure_status tenure_store_free(tenure_store *store);
+
+/*
+ Makes every acknowledged write durable.
+ */
+tenure_status tenure_store_flush(const tenure_store *store);
+
+/*
+ The store's current version (the last committed change).
+ */
+tenure_status tenure_store_version(const tenure_store *store, uint64_t *version_out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -12,6 +12,33 @@ use tenure::{Batch, Change, Item, Page, Snapshot, Store, Version};
 
 use crate::util::{invalid, Fail};
 
+// The opaque C handle types: their values are registry ids, never pointers to these types.
+
+/// An open store.
+pub struct tenure_store {
+    _private: [u8; 0],
+}
+/// A repeatable read view of a store.
+pub struct tenure_snapshot {
+    _private: [u8; 0],
+}
+/// A batch under construction.
+pub struct tenure_batch {
+    _private: [u8; 0],
+}
+/// One page of a listing.
+pub struct tenure_page {
+    _private: [u8; 0],
+}
+/// An item read by `tenure_get_item` or `tenure_get_and_lock`.
+pub struct tenure_item {
+    _private: [u8; 0],
+}
+/// A change-feed cursor.
+pub struct tenure_cursor {
+    _private: [u8; 0],
+}
+
 pub(crate) struct SnapshotObject {
     // Field order matters: the snapshot (borrowing the store) drops before the store.
     pub(crate) snapshot: Snapshot<'static>,

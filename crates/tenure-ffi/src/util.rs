@@ -235,3 +235,14 @@ pub(crate) fn fill(target: &mut [c_char], text: &str) {
         *slot = byte as c_char;
     }
 }
+
+/// Writes an ETag's text into a caller array.
+///
+/// # Safety
+/// `target` holds crate::boundary::TENURE_ETAG_SIZE bytes.
+pub(crate) unsafe fn write_etag(etag: ETag, target: *mut c_char) {
+    // SAFETY: the caller's contract.
+    let slice =
+        unsafe { std::slice::from_raw_parts_mut(target, crate::boundary::TENURE_ETAG_SIZE) };
+    fill(slice, &etag.to_text());
+}
