@@ -120,6 +120,31 @@ typedef struct {
 } tenure_conditions;
 
 /*
+ What tenure_container_get_properties reports besides the metadata.
+ */
+typedef struct {
+  /*
+   NUL-terminated ETag text of the container (changes when its metadata is set).
+   */
+  char etag[TENURE_ETAG_SIZE];
+  int64_t last_modified_us;
+  bool has_default_ttl;
+  int64_t default_ttl_seconds;
+  /*
+   The number of metadata pairs.
+   */
+  uint64_t metadata_count;
+} tenure_container_properties;
+
+/*
+ One user metadata pair (both NUL-terminated UTF-8; the name non-empty).
+ */
+typedef struct {
+  const char *name;
+  const char *value;
+} tenure_metadata_entry;
+
+/*
  One change, as tenure_cursor_next reports it.
  */
 typedef struct {
@@ -145,13 +170,13 @@ typedef struct {
    */
   char id[TENURE_LEASE_ID_SIZE];
   /*
-   The fencing token: strictly increasing per item across grants.
+   The fencing token: strictly increasing per item (or container) across grants.
    */
   uint64_t fence;
 } tenure_lease;
 
 /*
- What tenure_lease_info reports.
+ What tenure_lease_get_info and tenure_container_lease_get_info report.
  */
 typedef struct {
   /*
@@ -204,6 +229,30 @@ typedef struct {
    */
   bool disable_background_compaction;
 } tenure_store_options;
+
+/*
+ What tenure_store_compact did.
+ */
+typedef struct {
+  uint64_t segments_removed;
+  uint64_t bytes_removed;
+  uint64_t items_relocated;
+  uint64_t containers_relocated;
+  /*
+   A snapshot older than the compaction is open: segments were rewritten but not yet
+   removed (a later compaction removes them).
+   */
+  bool deferred_by_snapshot;
+  /*
+   The change feed's retention kept the oldest segment.
+   */
+  bool retained_for_change_feed;
+  /*
+   Writes kept racing the copy of an item of the oldest segment: it stays until a later
+   compaction.
+   */
+  bool deferred_by_writes;
+} tenure_compaction_report;
 
 #define TENURE_OK 0
 
@@ -382,12 +431,50 @@ tenure_status tenure_container_create(const tenure_store *store,
                                       int64_t default_ttl_seconds);
 
 /*
- Deletes a container and every item in it. `conditions` (NULL = none): if_match,
- if_none_match, dates and lease_id apply; if_version, lock_handle and ttl are refused.
+ Deletes a container and every item in it. `conditions` (NULL = none): the container's
+ if_match, if_none_match, dates and lease_id apply; if_version, lock_handle and ttl are refused.
+ A leased container needs its lease id (SPEC §5): without it TENURE_ERR_LEASE_ID_MISSING.
  */
 tenure_status tenure_container_delete(const tenure_store *store,
                                       const char *name,
                                       const tenure_conditions *conditions);
+
+/*
+ The container's properties, and (when `metadata_length_out` is not NULL) its metadata copied
+ into `metadata_buffer` as `name\0value\0` pairs. On TENURE_ERR_BUFFER_TOO_SMALL only
+ `*metadata_length_out` is written (the size needed). With a NULL `metadata_length_out`,
+ `metadata_buffer` must be NULL and `metadata_capacity` 0.
+ */
+tenure_status tenure_container_get_properties(const tenure_store *store,
+                                              const char *name,
+                                              tenure_container_properties *properties_out,
+                                              uint8_t *metadata_buffer,
+                                              size_t metadata_capacity,
+                                              size_t *metadata_length_out);
+
+/*
+ Replaces the container's metadata (`metadata_count` pairs; NULL only with 0 = none).
+ `conditions` as for tenure_container_delete: a lease id, if given, must match the
+ container's lease (SPEC §5). `etag_out` (NULL = not wanted, else TENURE_ETAG_SIZE bytes)
+ receives the container's new ETag.
+ */
+tenure_status tenure_container_set_metadata(const tenure_store *store,
+                                            const char *name,
+                                            const tenure_metadata_entry *metadata,
+                                            size_t metadata_count,
+                                            const tenure_conditions *conditions,
+                                            char *etag_out);
+
+/*
+ The names of the store's containers, in name order, copied into `buffer` each followed by a
+ NUL; `*count_out` gets how many. On TENURE_ERR_BUFFER_TOO_SMALL only `*length_out` is
+ written (the size needed); `buffer` may be NULL with `capacity` 0 for that size query.
+ */
+tenure_status tenure_list_containers(const tenure_store *store,
+                                     uint8_t *buffer_out,
+                                     size_t capacity,
+                                     size_t *length_out,
+                                     size_t *count_out);
 
 /*
  Opens a cursor over the changes after version `since` (0 = from the start), of one
@@ -398,6 +485,16 @@ tenure_status tenure_cursor_open(const tenure_store *store,
                                  const char *container,
                                  bool include_values,
                                  tenure_cursor **cursor_out);
+
+/*
+ Waits (no busy loop) until a change newer than version `since` is committed, or
+ `timeout_ms` (0..=86400000, 24 h) passes. `*changed_out` says whether one is there; read it
+ with a cursor opened at `since`. 0 ms only looks.
+ */
+tenure_status tenure_store_wait_for_changes(const tenure_store *store,
+                                            uint64_t since,
+                                            uint64_t timeout_ms,
+                                            bool *changed_out);
 
 /*
  Moves to the next change. `*has_change_out` false when there is none yet (call again
@@ -485,6 +582,36 @@ tenure_status tenure_delete(const tenure_store *store,
                             const tenure_conditions *conditions);
 
 /*
+ Replaces the item's content type (`content_type` NULL = none) and user metadata
+ (`metadata_count` pairs; NULL only with 0), keeping its value. Conditions, lease id and lock
+ handle as for a write (SPEC §3). `etag_out` (NULL = not wanted) receives the new ETag; on a
+ precondition failure `tenure_last_error_etag` gives the current one.
+ */
+tenure_status tenure_set_properties(const tenure_store *store,
+                                    const char *container,
+                                    const uint8_t *key,
+                                    size_t key_length,
+                                    const char *content_type,
+                                    const tenure_metadata_entry *metadata,
+                                    size_t metadata_count,
+                                    const tenure_conditions *conditions,
+                                    char *etag_out);
+
+/*
+ Replaces the item's user metadata, keeping its value and content type; otherwise as
+ tenure_set_properties. A stale if_match fails with TENURE_ERR_CONDITION_NOT_MET and
+ `tenure_last_error_etag` gives the current ETag.
+ */
+tenure_status tenure_set_metadata(const tenure_store *store,
+                                  const char *container,
+                                  const uint8_t *key,
+                                  size_t key_length,
+                                  const tenure_metadata_entry *metadata,
+                                  size_t metadata_count,
+                                  const tenure_conditions *conditions,
+                                  char *etag_out);
+
+/*
  Acquires the item's lease: `duration_seconds` 15..=60 or -1 (infinite); `proposed_id`
  (NULL = generated) a UUID. Never waits.
  */
@@ -494,7 +621,7 @@ tenure_status tenure_lease_acquire(const tenure_store *store,
                                    size_t key_length,
                                    int64_t duration_seconds,
                                    const char *proposed_id,
-                                   tenure_lease *lease_out_);
+                                   tenure_lease *lease_out);
 
 /*
  As tenure_lease_acquire, waiting up to `timeout_ms` (at most 24 h) for the lease to be free.
@@ -509,17 +636,17 @@ tenure_status tenure_lease_acquire_wait(const tenure_store *store,
                                         tenure_lease *lease_out_);
 
 /*
- Renews the lease `lease_id`.
+ Renews the item's lease `lease_id`.
  */
 tenure_status tenure_lease_renew(const tenure_store *store,
                                  const char *container,
                                  const uint8_t *key,
                                  size_t key_length,
                                  const char *lease_id,
-                                 tenure_lease *lease_out_);
+                                 tenure_lease *lease_out);
 
 /*
- Changes the lease's id from `lease_id` to `proposed_id`.
+ Changes the item's lease id from `lease_id` to `proposed_id`.
  */
 tenure_status tenure_lease_change(const tenure_store *store,
                                   const char *container,
@@ -527,10 +654,10 @@ tenure_status tenure_lease_change(const tenure_store *store,
                                   size_t key_length,
                                   const char *lease_id,
                                   const char *proposed_id,
-                                  tenure_lease *lease_out_);
+                                  tenure_lease *lease_out);
 
 /*
- Releases the lease `lease_id`.
+ Releases the item's lease `lease_id`.
  */
 tenure_status tenure_lease_release(const tenure_store *store,
                                    const char *container,
@@ -539,7 +666,7 @@ tenure_status tenure_lease_release(const tenure_store *store,
                                    const char *lease_id);
 
 /*
- Breaks the lease. `break_period_seconds` 0..=60, or -1 for the default (SPEC §4).
+ Breaks the item's lease. `break_period_seconds` 0..=60, or -1 for the default (SPEC §4).
  `*time_left_ms_out` gets the time until a new lease can be acquired.
  */
 tenure_status tenure_lease_break(const tenure_store *store,
@@ -559,6 +686,55 @@ tenure_status tenure_lease_get_info(const tenure_store *store,
                                     tenure_lease_info *info_out);
 
 /*
+ Acquires the container's lease (as tenure_lease_acquire). While it is held, deleting the
+ container needs its id (`tenure_conditions.lease_id`): without it TENURE_ERR_LEASE_ID_MISSING.
+ */
+tenure_status tenure_container_lease_acquire(const tenure_store *store,
+                                             const char *name,
+                                             int64_t duration_seconds,
+                                             const char *proposed_id,
+                                             tenure_lease *lease_out);
+
+/*
+ Renews the container's lease `lease_id`.
+ */
+tenure_status tenure_container_lease_renew(const tenure_store *store,
+                                           const char *name,
+                                           const char *lease_id,
+                                           tenure_lease *lease_out);
+
+/*
+ Changes the container's lease id from `lease_id` to `proposed_id`.
+ */
+tenure_status tenure_container_lease_change(const tenure_store *store,
+                                            const char *name,
+                                            const char *lease_id,
+                                            const char *proposed_id,
+                                            tenure_lease *lease_out);
+
+/*
+ Releases the container's lease `lease_id`.
+ */
+tenure_status tenure_container_lease_release(const tenure_store *store,
+                                             const char *name,
+                                             const char *lease_id);
+
+/*
+ Breaks the container's lease (as tenure_lease_break).
+ */
+tenure_status tenure_container_lease_break(const tenure_store *store,
+                                           const char *name,
+                                           int64_t break_period_seconds,
+                                           uint64_t *time_left_ms_out);
+
+/*
+ The container's lease as of now.
+ */
+tenure_status tenure_container_lease_get_info(const tenure_store *store,
+                                              const char *name,
+                                              tenure_lease_info *info_out);
+
+/*
  One page of the items of `container` whose keys start with the prefix, in key order.
  `page_size` 1..=10000; `continuation` NULL for the first page, else the text from
  tenure_page_continuation.
@@ -571,6 +747,20 @@ tenure_status tenure_list(const tenure_store *store,
                           const char *continuation,
                           bool include_values,
                           tenure_page **page_out);
+
+/*
+ tenure_list as of the snapshot: paging through one snapshot never skips or repeats an item
+ (SPEC §7, §9), whatever is written meanwhile. A continuation from a snapshot's page goes
+ back to the same snapshot.
+ */
+tenure_status tenure_snapshot_list(const tenure_snapshot *snapshot,
+                                   const char *container,
+                                   const uint8_t *prefix,
+                                   size_t prefix_length,
+                                   uint32_t page_size,
+                                   const char *continuation,
+                                   bool include_values,
+                                   tenure_page **page_out);
 
 /*
  The number of items in the page.
@@ -683,6 +873,23 @@ tenure_status tenure_get_properties(const tenure_store *store,
                                     tenure_item_info *info_out);
 
 /*
+ Reads the item only if its version differs from `version` (SPEC §6, the cache's
+ GetIfNewer). `*newer_out` false: the caller's version is current and nothing else is
+ written. `*newer_out` true: as tenure_get (value copied out, `info_out` filled). On
+ TENURE_ERR_BUFFER_TOO_SMALL only `*value_length_out` is written.
+ */
+tenure_status tenure_get_if_newer(const tenure_store *store,
+                                  const char *container,
+                                  const uint8_t *key,
+                                  size_t key_length,
+                                  uint64_t version,
+                                  uint8_t *value_buffer,
+                                  size_t value_capacity,
+                                  size_t *value_length_out,
+                                  tenure_item_info *info_out,
+                                  bool *newer_out);
+
+/*
  Reads an item into a new item handle (free it with tenure_item_free).
  */
 tenure_status tenure_get_item(const tenure_store *store,
@@ -693,7 +900,7 @@ tenure_status tenure_get_item(const tenure_store *store,
                               tenure_item **item_out);
 
 /*
- The item's metadata.
+ The item's version, ETag and dates.
  */
 tenure_status tenure_item_get_info(const tenure_item *item, tenure_item_info *info_out);
 
@@ -704,6 +911,23 @@ tenure_status tenure_item_value(const tenure_item *item,
                                 uint8_t *buffer_out,
                                 size_t capacity,
                                 size_t *length_out);
+
+/*
+ Copies the item's user metadata out as `name\0value\0` pairs (empty when it has none;
+ TENURE_ERR_BUFFER_TOO_SMALL reports the size).
+ */
+tenure_status tenure_item_metadata(const tenure_item *item,
+                                   uint8_t *buffer_out,
+                                   size_t capacity,
+                                   size_t *length_out);
+
+/*
+ Copies the item's content type out (UTF-8, no NUL; empty when it has none).
+ */
+tenure_status tenure_item_content_type(const tenure_item *item,
+                                       uint8_t *buffer_out,
+                                       size_t capacity,
+                                       size_t *length_out);
 
 /*
  A zero-copy view of the item's value, valid until the item handle is freed.
@@ -773,6 +997,12 @@ tenure_status tenure_store_flush(const tenure_store *store);
  The store's current version (the last committed change).
  */
 tenure_status tenure_store_version(const tenure_store *store, uint64_t *version_out);
+
+/*
+ Compacts now: rewrites and removes every sealed log segment (SPEC §11). Readers and writers
+ keep going meanwhile. `report_out` receives what was done.
+ */
+tenure_status tenure_store_compact(const tenure_store *store, tenure_compaction_report *report_out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -129,3 +129,25 @@ pub(crate) unsafe fn read_options(
         lease_id: parsed.lease_id,
     })
 }
+
+/// The options of a container write (delete, set metadata): ETag and date conditions and the
+/// container's lease id; lock handles and TTLs do not apply.
+///
+/// # Safety
+/// As for [`parse_conditions`].
+pub(crate) unsafe fn container_options(
+    conditions: *const tenure_conditions,
+) -> Result<ContainerWriteOptions, Fail> {
+    // SAFETY: the caller's contract.
+    let parsed = unsafe { parse_conditions(conditions) }?;
+    if parsed.lock_handle.is_some() || parsed.has_ttl {
+        return Err(invalid(
+            "conditions",
+            "lock_handle and ttl do not apply to containers",
+        ));
+    }
+    Ok(ContainerWriteOptions {
+        conditions: parsed.conditions,
+        lease_id: parsed.lease_id,
+    })
+}

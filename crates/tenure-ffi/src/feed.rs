@@ -52,6 +52,35 @@ pub unsafe extern "C" fn tenure_cursor_open(
     })
 }
 
+/// The longest wait tenure_store_wait_for_changes accepts: 24 hours.
+const MAX_WAIT_MS: u64 = 24 * 3600 * 1000;
+
+/// Waits (no busy loop) until a change newer than version `since` is committed, or
+/// `timeout_ms` (0..=86400000, 24 h) passes. `*changed_out` says whether one is there; read it
+/// with a cursor opened at `since`. 0 ms only looks.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_wait_for_changes(
+    store: *const tenure_store,
+    since: u64,
+    timeout_ms: u64,
+    changed_out: *mut bool,
+) -> tenure_status {
+    guard(|| {
+        let store = store_of("store", store)?;
+        out("changed_out", changed_out)?;
+        if timeout_ms > MAX_WAIT_MS {
+            return Err(invalid(
+                "timeout_ms",
+                format!("must be at most {MAX_WAIT_MS} (24 hours), not {timeout_ms}"),
+            ));
+        }
+        let changed = store.wait_for_changes(since, Duration::from_millis(timeout_ms))?;
+        // SAFETY: checked non-NULL.
+        unsafe { *changed_out = changed };
+        Ok(())
+    })
+}
+
 fn with_cursor<T>(
     cursor: *const tenure_cursor,
     body: impl FnOnce(&mut CursorObject) -> Result<T, Fail>,

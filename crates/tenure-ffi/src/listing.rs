@@ -1,6 +1,39 @@
-//! Listing with continuation: pages.
+//! Listing with continuation, from the store or a snapshot: pages.
 
 use crate::prelude::*;
+
+/// The arguments of a listing, checked, then `list` called with them; the page becomes a
+/// handle.
+///
+/// # Safety
+/// The documented argument contracts of tenure_list.
+unsafe fn list_page(
+    container: *const c_char,
+    prefix: *const u8,
+    prefix_length: usize,
+    page_size: u32,
+    continuation: *const c_char,
+    page_out: *mut *mut tenure_page,
+    list: impl FnOnce(&str, &[u8], usize, Option<&str>) -> tenure::Result<tenure::Page>,
+) -> Result<(), Fail> {
+    // SAFETY: the caller's contract.
+    let (container, prefix, continuation) = unsafe {
+        (
+            text("container", container)?,
+            crate::util::prefix(prefix, prefix_length)?,
+            optional_text("continuation", continuation)?,
+        )
+    };
+    out("page_out", page_out)?;
+    if page_size == 0 {
+        return Err(invalid("page_size", "must be at least 1"));
+    }
+    let page = list(container, prefix, page_size as usize, continuation)?;
+    let handle = handles::register(Object::Page(page))?;
+    // SAFETY: checked non-NULL.
+    unsafe { *page_out = handle as *mut tenure_page };
+    Ok(())
+}
 
 /// One page of the items of `container` whose keys start with the prefix, in key order.
 /// `page_size` 1..=10000; `continuation` NULL for the first page, else the text from
@@ -19,28 +52,53 @@ pub unsafe extern "C" fn tenure_list(
     guard(|| {
         let store = store_of("store", store)?;
         // SAFETY: the documented argument contracts.
-        let (container, prefix, continuation) = unsafe {
-            (
-                text("container", container)?,
-                crate::util::prefix(prefix, prefix_length)?,
-                optional_text("continuation", continuation)?,
+        unsafe {
+            list_page(
+                container,
+                prefix,
+                prefix_length,
+                page_size,
+                continuation,
+                page_out,
+                |container, prefix, page_size, continuation| {
+                    store.list(container, prefix, page_size, continuation, include_values)
+                },
             )
-        };
-        out("page_out", page_out)?;
-        if page_size == 0 {
-            return Err(invalid("page_size", "must be at least 1"));
         }
-        let page = store.list(
-            container,
-            prefix,
-            page_size as usize,
-            continuation,
-            include_values,
-        )?;
-        let handle = handles::register(Object::Page(page))?;
-        // SAFETY: checked non-NULL.
-        unsafe { *page_out = handle as *mut tenure_page };
-        Ok(())
+    })
+}
+
+/// tenure_list as of the snapshot: paging through one snapshot never skips or repeats an item
+/// (SPEC §7, §9), whatever is written meanwhile. A continuation from a snapshot's page goes
+/// back to the same snapshot.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_snapshot_list(
+    snapshot: *const tenure_snapshot,
+    container: *const c_char,
+    prefix: *const u8,
+    prefix_length: usize,
+    page_size: u32,
+    continuation: *const c_char,
+    include_values: bool,
+    page_out: *mut *mut tenure_page,
+) -> tenure_status {
+    guard(|| {
+        with_snapshot(snapshot, |snapshot| {
+            // SAFETY: the documented argument contracts.
+            unsafe {
+                list_page(
+                    container,
+                    prefix,
+                    prefix_length,
+                    page_size,
+                    continuation,
+                    page_out,
+                    |container, prefix, page_size, continuation| {
+                        snapshot.list(container, prefix, page_size, continuation, include_values)
+                    },
+                )
+            }
+        })
     })
 }
 

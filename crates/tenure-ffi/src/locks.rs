@@ -76,10 +76,8 @@ pub unsafe extern "C" fn tenure_put_and_unlock(
         let handle = LockHandle::parse(unsafe { text("lock_handle", lock_handle) }?)?;
         let ttl = ttl_of(has_ttl, ttl_seconds)?.unwrap_or_default();
         let etag = store.put_and_unlock(container, key, value, handle, ttl)?;
-        if !etag_out.is_null() {
-            // SAFETY: non-NULL, TENURE_ETAG_SIZE bytes by contract.
-            unsafe { write_etag(etag, etag_out) };
-        }
+        // SAFETY: NULL or TENURE_ETAG_SIZE bytes by contract.
+        unsafe { optional_etag_out(etag, etag_out) };
         Ok(())
     })
 }

@@ -7,7 +7,7 @@ pub(crate) use std::time::Duration;
 
 pub(crate) use tenure::{
     ChangeKind, ChangesOptions, Conditions, ContainerOptions, ContainerWriteOptions, Durability,
-    ETagArg, Item, LeaseDuration, LeaseId, LeaseRequest, LeaseState, LockHandle, ReadOptions,
+    ETag, ETagArg, Item, LeaseDuration, LeaseId, LeaseRequest, LeaseState, LockHandle, ReadOptions,
     Store, StoreOptions, Ttl, WriteOptions,
 };
 
@@ -17,7 +17,9 @@ pub(crate) use crate::handles::{
     self, tenure_batch, tenure_cursor, tenure_item, tenure_page, tenure_snapshot, tenure_store,
     BatchObject, CursorObject, Object, SnapshotObject,
 };
+pub(crate) use crate::metadata::*;
 pub(crate) use crate::reads::*;
+pub(crate) use crate::snapshot::with_snapshot;
 pub(crate) use crate::status::*;
 pub(crate) use crate::store::*;
 pub(crate) use crate::util::*;

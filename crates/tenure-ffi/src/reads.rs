@@ -1,4 +1,4 @@
-//! Item reads: copy-out get, properties, and item handles.
+//! Item reads: copy-out get, properties, get_if_newer, and item handles.
 
 use crate::prelude::*;
 
@@ -31,23 +31,67 @@ pub(crate) fn info_of(item: &Item) -> tenure_item_info {
     info
 }
 
-/// # Safety
-/// `value_buffer`/`capacity`/`length_out`/`info_out` as documented on tenure_get.
-pub(crate) unsafe fn deliver(
-    item: &Item,
-    value_buffer: *mut u8,
+/// The out-parameters of a copy-out read, checked before anything is read.
+pub(crate) struct ValueOut {
+    buffer: *mut u8,
     capacity: usize,
     length_out: *mut usize,
     info_out: *mut tenure_item_info,
-) -> Result<(), Fail> {
-    let value = item.value.as_deref().unwrap_or(&[]);
-    // SAFETY: checked by the callers before the read.
-    unsafe { copy_out(value, value_buffer, capacity, length_out) }?;
-    if !info_out.is_null() {
-        // SAFETY: non-NULL, valid by contract.
-        unsafe { *info_out = info_of(item) };
+}
+
+impl ValueOut {
+    /// `buffer` may be NULL only with `capacity` 0; `length_out` is required; `info_out`
+    /// optional.
+    pub(crate) fn checked(
+        buffer: *mut u8,
+        capacity: usize,
+        length_out: *mut usize,
+        info_out: *mut tenure_item_info,
+    ) -> Result<ValueOut, Fail> {
+        crate::util::buffer("value_buffer", buffer, capacity)?;
+        out("value_length_out", length_out)?;
+        Ok(ValueOut {
+            buffer,
+            capacity,
+            length_out,
+            info_out,
+        })
     }
-    Ok(())
+
+    /// Copies the value out (or reports the size needed) and fills the info.
+    ///
+    /// # Safety
+    /// The pointers given to [`ValueOut::checked`] are valid as documented on tenure_get.
+    pub(crate) unsafe fn deliver(&self, item: &Item) -> Result<(), Fail> {
+        let value = item.value.as_deref().unwrap_or(&[]);
+        // SAFETY: checked in `checked`; the caller vouches for `capacity` bytes.
+        unsafe { copy_out(value, self.buffer, self.capacity, self.length_out) }?;
+        if !self.info_out.is_null() {
+            // SAFETY: non-NULL, valid by contract.
+            unsafe { *self.info_out = info_of(item) };
+        }
+        Ok(())
+    }
+}
+
+/// The arguments every conditional read starts with.
+///
+/// # Safety
+/// The usual argument contracts.
+pub(crate) unsafe fn read_target<'a>(
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    conditions: *const tenure_conditions,
+) -> Result<(&'a str, &'a [u8], ReadOptions), Fail> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        Ok((
+            text("container", container)?,
+            crate::util::key(key, key_length)?,
+            read_options(conditions)?,
+        ))
+    }
 }
 
 /// Reads an item into the caller's buffer. `*value_length_out` receives the value's length;
@@ -69,26 +113,12 @@ pub unsafe extern "C" fn tenure_get(
     guard(|| {
         let store = store_of("store", store)?;
         // SAFETY: the documented argument contracts.
-        let (container, key, options) = unsafe {
-            (
-                text("container", container)?,
-                crate::util::key(key, key_length)?,
-                read_options(conditions)?,
-            )
-        };
-        buffer("value_buffer", value_buffer, value_capacity)?;
-        out("value_length_out", value_length_out)?;
+        let (container, key, options) =
+            unsafe { read_target(container, key, key_length, conditions) }?;
+        let target = ValueOut::checked(value_buffer, value_capacity, value_length_out, info_out)?;
         let item = store.get(container, key, &options)?;
         // SAFETY: checked above.
-        unsafe {
-            deliver(
-                &item,
-                value_buffer,
-                value_capacity,
-                value_length_out,
-                info_out,
-            )
-        }
+        unsafe { target.deliver(&item) }
     })
 }
 
@@ -105,17 +135,45 @@ pub unsafe extern "C" fn tenure_get_properties(
     guard(|| {
         let store = store_of("store", store)?;
         // SAFETY: the documented argument contracts.
-        let (container, key, options) = unsafe {
-            (
-                text("container", container)?,
-                crate::util::key(key, key_length)?,
-                read_options(conditions)?,
-            )
-        };
+        let (container, key, options) =
+            unsafe { read_target(container, key, key_length, conditions) }?;
         out("info_out", info_out)?;
         let item = store.get_properties(container, key, &options)?;
         // SAFETY: checked non-NULL.
         unsafe { *info_out = info_of(&item) };
+        Ok(())
+    })
+}
+
+/// Reads the item only if its version differs from `version` (SPEC §6, the cache's
+/// GetIfNewer). `*newer_out` false: the caller's version is current and nothing else is
+/// written. `*newer_out` true: as tenure_get (value copied out, `info_out` filled). On
+/// TENURE_ERR_BUFFER_TOO_SMALL only `*value_length_out` is written.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_get_if_newer(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    version: u64,
+    value_buffer: *mut u8,
+    value_capacity: usize,
+    value_length_out: *mut usize,
+    info_out: *mut tenure_item_info,
+    newer_out: *mut bool,
+) -> tenure_status {
+    guard(|| {
+        // SAFETY: the documented argument contracts.
+        let (store, container, key) = unsafe { item_target(store, container, key, key_length) }?;
+        let target = ValueOut::checked(value_buffer, value_capacity, value_length_out, info_out)?;
+        out("newer_out", newer_out)?;
+        let item = store.get_if_newer(container, key, version)?;
+        if let Some(item) = &item {
+            // SAFETY: checked above.
+            unsafe { target.deliver(item) }?;
+        }
+        // SAFETY: checked non-NULL.
+        unsafe { *newer_out = item.is_some() };
         Ok(())
     })
 }
@@ -133,13 +191,8 @@ pub unsafe extern "C" fn tenure_get_item(
     guard(|| {
         let store = store_of("store", store)?;
         // SAFETY: the documented argument contracts.
-        let (container, key, options) = unsafe {
-            (
-                text("container", container)?,
-                crate::util::key(key, key_length)?,
-                read_options(conditions)?,
-            )
-        };
+        let (container, key, options) =
+            unsafe { read_target(container, key, key_length, conditions) }?;
         out("item_out", item_out)?;
         let item = store.get(container, key, &options)?;
         let handle = handles::register(Object::Item(item))?;
@@ -149,25 +202,46 @@ pub unsafe extern "C" fn tenure_get_item(
     })
 }
 
-fn item_of(handle: *const tenure_item) -> Result<Arc<Object>, Fail> {
-    handles::lookup("item", handle as usize, "item")
+fn with_item<T>(
+    item: *const tenure_item,
+    body: impl FnOnce(&Item) -> Result<T, Fail>,
+) -> Result<T, Fail> {
+    let object = handles::lookup("item", item as usize, "item")?;
+    let Object::Item(item) = &*object else {
+        unreachable!("kind checked by lookup")
+    };
+    body(item)
 }
 
-/// The item's metadata.
+/// Copies `bytes` of the item out through a checked (buffer, capacity, length) triple.
+fn item_part(
+    item: *const tenure_item,
+    part: fn(&Item) -> std::borrow::Cow<'_, [u8]>,
+    buffer_out: *mut u8,
+    capacity: usize,
+    length_out: *mut usize,
+) -> Result<(), Fail> {
+    with_item(item, |item| {
+        buffer("buffer_out", buffer_out, capacity)?;
+        out("length_out", length_out)?;
+        // SAFETY: checked above; the caller vouches for `capacity` bytes.
+        unsafe { copy_out(&part(item), buffer_out, capacity, length_out) }
+    })
+}
+
+/// The item's version, ETag and dates.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_item_get_info(
     item: *const tenure_item,
     info_out: *mut tenure_item_info,
 ) -> tenure_status {
     guard(|| {
-        let object = item_of(item)?;
-        let Object::Item(item) = &*object else {
-            unreachable!()
-        };
-        out("info_out", info_out)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *info_out = info_of(item) };
-        Ok(())
+        with_item(item, |item| {
+            out("info_out", info_out)?;
+            // SAFETY: checked non-NULL.
+            unsafe { *info_out = info_of(item) };
+            Ok(())
+        })
     })
 }
 
@@ -180,21 +254,52 @@ pub unsafe extern "C" fn tenure_item_value(
     length_out: *mut usize,
 ) -> tenure_status {
     guard(|| {
-        let object = item_of(item)?;
-        let Object::Item(item) = &*object else {
-            unreachable!()
-        };
-        buffer("buffer_out", buffer_out, capacity)?;
-        out("length_out", length_out)?;
-        // SAFETY: checked above.
-        unsafe {
-            copy_out(
-                item.value.as_deref().unwrap_or(&[]),
-                buffer_out,
-                capacity,
-                length_out,
-            )
-        }
+        item_part(
+            item,
+            |item| item.value.as_deref().unwrap_or(&[]).into(),
+            buffer_out,
+            capacity,
+            length_out,
+        )
+    })
+}
+
+/// Copies the item's user metadata out as `name\0value\0` pairs (empty when it has none;
+/// TENURE_ERR_BUFFER_TOO_SMALL reports the size).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_item_metadata(
+    item: *const tenure_item,
+    buffer_out: *mut u8,
+    capacity: usize,
+    length_out: *mut usize,
+) -> tenure_status {
+    guard(|| {
+        item_part(
+            item,
+            |item| metadata_bytes(&item.metadata).into(),
+            buffer_out,
+            capacity,
+            length_out,
+        )
+    })
+}
+
+/// Copies the item's content type out (UTF-8, no NUL; empty when it has none).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_item_content_type(
+    item: *const tenure_item,
+    buffer_out: *mut u8,
+    capacity: usize,
+    length_out: *mut usize,
+) -> tenure_status {
+    guard(|| {
+        item_part(
+            item,
+            |item| item.content_type.as_deref().unwrap_or("").as_bytes().into(),
+            buffer_out,
+            capacity,
+            length_out,
+        )
     })
 }
 
@@ -206,20 +311,19 @@ pub unsafe extern "C" fn tenure_item_value_view(
     length_out: *mut usize,
 ) -> tenure_status {
     guard(|| {
-        let object = item_of(item)?;
-        let Object::Item(item) = &*object else {
-            unreachable!()
-        };
-        out("data_out", data_out)?;
-        out("length_out", length_out)?;
-        let value = item.value.as_deref().unwrap_or(&[]);
-        // SAFETY: checked non-NULL. The bytes live in the registry's object until the handle
-        // is freed (the registry holds the object; `object` here is a second reference).
-        unsafe {
-            *data_out = value.as_ptr();
-            *length_out = value.len();
-        }
-        Ok(())
+        with_item(item, |item| {
+            out("data_out", data_out)?;
+            out("length_out", length_out)?;
+            let value = item.value.as_deref().unwrap_or(&[]);
+            // SAFETY: checked non-NULL. The bytes live in the registry's object until the
+            // handle is freed (the registry holds the object; the lookup's is a second
+            // reference).
+            unsafe {
+                *data_out = value.as_ptr();
+                *length_out = value.len();
+            }
+            Ok(())
+        })
     })
 }
 

@@ -34,15 +34,25 @@ pub unsafe extern "C" fn tenure_snapshot_version(
     version_out: *mut u64,
 ) -> tenure_status {
     guard(|| {
-        let object = handles::lookup("snapshot", snapshot as usize, "snapshot")?;
-        let Object::Snapshot(snapshot) = &*object else {
-            unreachable!()
-        };
-        out("version_out", version_out)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *version_out = snapshot.snapshot.version() };
-        Ok(())
+        with_snapshot(snapshot, |snapshot| {
+            out("version_out", version_out)?;
+            // SAFETY: checked non-NULL.
+            unsafe { *version_out = snapshot.version() };
+            Ok(())
+        })
     })
+}
+
+/// The snapshot object behind a handle.
+pub(crate) fn with_snapshot<T>(
+    snapshot: *const tenure_snapshot,
+    body: impl FnOnce(&tenure::Snapshot<'static>) -> Result<T, Fail>,
+) -> Result<T, Fail> {
+    let object = handles::lookup("snapshot", snapshot as usize, "snapshot")?;
+    let Object::Snapshot(snapshot) = &*object else {
+        unreachable!("kind checked by lookup")
+    };
+    body(&snapshot.snapshot)
 }
 
 /// tenure_get as of the snapshot.
@@ -59,31 +69,16 @@ pub unsafe extern "C" fn tenure_snapshot_get(
     info_out: *mut tenure_item_info,
 ) -> tenure_status {
     guard(|| {
-        let object = handles::lookup("snapshot", snapshot as usize, "snapshot")?;
-        let Object::Snapshot(snapshot) = &*object else {
-            unreachable!()
-        };
-        // SAFETY: the documented argument contracts.
-        let (container, key, options) = unsafe {
-            (
-                text("container", container)?,
-                crate::util::key(key, key_length)?,
-                read_options(conditions)?,
-            )
-        };
-        buffer("value_buffer", value_buffer, value_capacity)?;
-        out("value_length_out", value_length_out)?;
-        let item = snapshot.snapshot.get(container, key, &options)?;
-        // SAFETY: checked above.
-        unsafe {
-            deliver(
-                &item,
-                value_buffer,
-                value_capacity,
-                value_length_out,
-                info_out,
-            )
-        }
+        with_snapshot(snapshot, |snapshot| {
+            // SAFETY: the documented argument contracts.
+            let (container, key, options) =
+                unsafe { read_target(container, key, key_length, conditions) }?;
+            let target =
+                ValueOut::checked(value_buffer, value_capacity, value_length_out, info_out)?;
+            let item = snapshot.get(container, key, &options)?;
+            // SAFETY: checked above.
+            unsafe { target.deliver(&item) }
+        })
     })
 }
 

@@ -140,3 +140,47 @@ pub unsafe extern "C" fn tenure_store_version(
         Ok(())
     })
 }
+
+/// What tenure_store_compact did.
+#[repr(C)]
+pub struct tenure_compaction_report {
+    pub segments_removed: u64,
+    pub bytes_removed: u64,
+    pub items_relocated: u64,
+    pub containers_relocated: u64,
+    /// A snapshot older than the compaction is open: segments were rewritten but not yet
+    /// removed (a later compaction removes them).
+    pub deferred_by_snapshot: bool,
+    /// The change feed's retention kept the oldest segment.
+    pub retained_for_change_feed: bool,
+    /// Writes kept racing the copy of an item of the oldest segment: it stays until a later
+    /// compaction.
+    pub deferred_by_writes: bool,
+}
+
+/// Compacts now: rewrites and removes every sealed log segment (SPEC §11). Readers and writers
+/// keep going meanwhile. `report_out` receives what was done.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_compact(
+    store: *const tenure_store,
+    report_out: *mut tenure_compaction_report,
+) -> tenure_status {
+    guard(|| {
+        let store = store_of("store", store)?;
+        out("report_out", report_out)?;
+        let report = store.compact()?;
+        // SAFETY: checked non-NULL.
+        unsafe {
+            *report_out = tenure_compaction_report {
+                segments_removed: report.segments_removed as u64,
+                bytes_removed: report.bytes_removed,
+                items_relocated: report.items_relocated,
+                containers_relocated: report.containers_relocated,
+                deferred_by_snapshot: report.deferred_by_snapshot,
+                retained_for_change_feed: report.retained_for_change_feed,
+                deferred_by_writes: report.deferred_by_writes,
+            }
+        };
+        Ok(())
+    })
+}

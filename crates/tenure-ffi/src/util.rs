@@ -246,3 +246,14 @@ pub(crate) unsafe fn write_etag(etag: ETag, target: *mut c_char) {
         unsafe { std::slice::from_raw_parts_mut(target, crate::boundary::TENURE_ETAG_SIZE) };
     fill(slice, &etag.to_text());
 }
+
+/// Writes the ETag for a caller that asked for it (`target` NULL = not wanted).
+///
+/// # Safety
+/// `target` is NULL or holds crate::boundary::TENURE_ETAG_SIZE bytes.
+pub(crate) unsafe fn optional_etag_out(etag: ETag, target: *mut c_char) {
+    if !target.is_null() {
+        // SAFETY: non-NULL; the caller's contract.
+        unsafe { write_etag(etag, target) };
+    }
+}
