@@ -1,8 +1,14 @@
 //! The cost of a get of a 150 B value through the C ABI (copy-out) against the Rust API.
 //! `cargo run --release -p tenure-ffi --example get_overhead` — prints both and the ratio
 //! (issue 6 asks for <= 1.15).
+//!
+//! `get_overhead c N` / `get_overhead rust N` run only N gets of one side (no timing), for
+//! instruction counts under callgrind (no perf counters needed): the per-get figure is
+//! (Ir of N gets − Ir of 0 gets) / N, e.g.
+//! `valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/get_overhead c 100000`.
 
 use std::ffi::CString;
+use std::path::Path;
 use std::time::Instant;
 
 use tenure::{ReadOptions, Store, StoreOptions};
@@ -10,25 +16,11 @@ use tenure_ffi::*;
 
 const ROUNDS: usize = 5;
 const GETS: usize = 300_000;
+const KEY: &[u8] = b"some-key-0001";
 
-fn main() {
-    let directory = std::env::temp_dir().join(format!("tenure-ffi-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&directory);
+/// Opens the store through the C ABI; returns the handle.
+fn open_c(directory: &Path) -> *mut tenure_store {
     let path = CString::new(directory.to_str().expect("utf-8 temp dir")).unwrap();
-    let container = CString::new("bench").unwrap();
-    let key = b"some-key-0001";
-    let value = [7u8; 150];
-    // Both measurements read a reopened store (the item comes back from the log the same way).
-    {
-        let setup = Store::open(&directory, StoreOptions::default()).expect("open");
-        setup
-            .create_container("bench", &Default::default())
-            .expect("container");
-        setup
-            .put("bench", key, &value, &Default::default())
-            .expect("put");
-        setup.close().expect("close");
-    }
     let mut store: *mut tenure_store = std::ptr::null_mut();
     let options = tenure_store_options {
         durability: 1,
@@ -42,57 +34,109 @@ fn main() {
             TENURE_OK
         );
     }
-    let mut best_c = f64::MAX;
-    let mut buffer = [0u8; 256];
-    for _ in 0..ROUNDS {
-        let started = Instant::now();
-        for _ in 0..GETS {
-            let mut length = 0usize;
-            // SAFETY: valid arguments.
-            let status = unsafe {
-                tenure_get(
-                    store,
-                    container.as_ptr(),
-                    key.as_ptr(),
-                    key.len(),
-                    std::ptr::null(),
-                    buffer.as_mut_ptr(),
-                    buffer.len(),
-                    &mut length,
-                    std::ptr::null_mut(),
-                )
-            };
-            assert_eq!(status, TENURE_OK);
-            std::hint::black_box(&buffer[..length]);
-        }
-        best_c = best_c.min(started.elapsed().as_nanos() as f64 / GETS as f64);
-    }
+    store
+}
+
+fn close_c(store: *mut tenure_store) {
     // SAFETY: the handle is live.
     unsafe {
         assert_eq!(tenure_store_close(store), TENURE_OK);
         assert_eq!(tenure_store_free(store), TENURE_OK);
     }
+}
 
-    let rust = Store::open(
-        &directory,
+/// `gets` copy-out gets through the C ABI.
+fn gets_c(store: *mut tenure_store, gets: usize, buffer: &mut [u8]) {
+    let container = c"bench";
+    for _ in 0..gets {
+        let mut length = 0usize;
+        // SAFETY: valid arguments.
+        let status = unsafe {
+            tenure_get(
+                store,
+                container.as_ptr(),
+                KEY.as_ptr(),
+                KEY.len(),
+                std::ptr::null(),
+                buffer.as_mut_ptr(),
+                buffer.len(),
+                &mut length,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, TENURE_OK);
+        std::hint::black_box(&buffer[..length]);
+    }
+}
+
+fn open_rust(directory: &Path) -> Store {
+    Store::open(
+        directory,
         StoreOptions {
             background_compaction_interval: None,
             ..StoreOptions::default()
         },
     )
-    .expect("reopen");
+    .expect("reopen")
+}
+
+/// `gets` gets through the Rust API, each copied into `buffer` as the C call does.
+fn gets_rust(store: &Store, gets: usize, buffer: &mut [u8]) {
     let read = ReadOptions::default();
-    let mut best_rust = f64::MAX;
+    for _ in 0..gets {
+        let item = store.get("bench", KEY, &read).expect("get");
+        let value = item.value.as_deref().unwrap_or(&[]);
+        buffer[..value.len()].copy_from_slice(value);
+        std::hint::black_box(&buffer[..value.len()]);
+    }
+}
+
+fn best_of(mut round: impl FnMut()) -> f64 {
+    let mut best = f64::MAX;
     for _ in 0..ROUNDS {
         let started = Instant::now();
-        for _ in 0..GETS {
-            let item = rust.get("bench", key, &read).expect("get");
-            let value = item.value.as_deref().unwrap_or(&[]);
-            buffer[..value.len()].copy_from_slice(value);
-            std::hint::black_box(&buffer[..value.len()]);
-        }
-        best_rust = best_rust.min(started.elapsed().as_nanos() as f64 / GETS as f64);
+        round();
+        best = best.min(started.elapsed().as_nanos() as f64 / GETS as f64);
     }
+    best
+}
+
+fn main() {
+    let directory = std::env::temp_dir().join(format!("tenure-ffi-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&directory);
+    // Both measurements read a reopened store (the item comes back from the log the same way).
+    {
+        let setup = Store::open(&directory, StoreOptions::default()).expect("open");
+        setup
+            .create_container("bench", &Default::default())
+            .expect("container");
+        setup
+            .put("bench", KEY, &[7u8; 150], &Default::default())
+            .expect("put");
+        setup.close().expect("close");
+    }
+    let mut buffer = [0u8; 256];
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    if let [side, gets] = arguments.as_slice() {
+        let gets: usize = gets.parse().expect("a number of gets");
+        match side.as_str() {
+            "c" => {
+                let store = open_c(&directory);
+                gets_c(store, gets, &mut buffer);
+                close_c(store);
+            }
+            "rust" => gets_rust(&open_rust(&directory), gets, &mut buffer),
+            other => panic!("the side is c or rust, not {other}"),
+        }
+        let _ = std::fs::remove_dir_all(&directory);
+        return;
+    }
+
+    let store = open_c(&directory);
+    let best_c = best_of(|| gets_c(store, GETS, &mut buffer));
+    close_c(store);
+    let rust = open_rust(&directory);
+    let best_rust = best_of(|| gets_rust(&rust, GETS, &mut buffer));
     drop(rust);
     let _ = std::fs::remove_dir_all(&directory);
     println!(
