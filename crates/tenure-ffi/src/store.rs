@@ -17,14 +17,7 @@ pub(crate) fn store_of(
     argument: &'static str,
     handle: *const tenure_store,
 ) -> Result<Arc<Store>, Fail> {
-    let object = handles::lookup(argument, handle as usize, "store")?;
-    let Object::Store(store) = &*object else {
-        unreachable!("kind checked by lookup")
-    };
-    let store = store
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    store.clone().ok_or_else(|| invalid(argument, "was closed"))
+    handles::store(argument, handle as usize)
 }
 
 /// # Safety
@@ -77,7 +70,7 @@ pub unsafe extern "C" fn tenure_store_open(
             }
         }
         let store = Store::open(path, store_options)?;
-        let handle = handles::register(Object::Store(Mutex::new(Some(Arc::new(store)))))?;
+        let handle = handles::register(Object::Store(Some(Arc::new(store))))?;
         // SAFETY: checked non-NULL.
         unsafe { *store_out = handle as *mut tenure_store };
         Ok(())
@@ -90,15 +83,7 @@ pub unsafe extern "C" fn tenure_store_open(
 #[no_mangle]
 pub unsafe extern "C" fn tenure_store_close(store: *const tenure_store) -> tenure_status {
     guard(|| {
-        let object = handles::lookup("store", store as usize, "store")?;
-        let Object::Store(slot) = &*object else {
-            unreachable!()
-        };
-        let taken = slot
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
-            .ok_or_else(|| invalid("store", "was closed"))?;
+        let taken = handles::close_store("store", store as usize)?;
         match Arc::try_unwrap(taken) {
             Ok(store) => store.close()?,
             Err(shared) => shared.flush()?,
