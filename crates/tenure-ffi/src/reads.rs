@@ -74,24 +74,44 @@ impl ValueOut {
     }
 }
 
-/// The arguments every conditional read starts with.
+/// The options of a read without conditions (NULL), shared rather than built per call.
+static NO_CONDITIONS: ReadOptions = ReadOptions {
+    conditions: Conditions {
+        if_match: Vec::new(),
+        if_none_match: Vec::new(),
+        if_modified_since: None,
+        if_unmodified_since: None,
+        if_version: None,
+    },
+    lease_id: None,
+};
+
+/// The arguments every conditional read starts with, checked in order (container, key,
+/// conditions), then handed to `read`.
 ///
 /// # Safety
 /// The usual argument contracts.
-pub(crate) unsafe fn read_target<'a>(
+#[inline]
+pub(crate) unsafe fn read_target<T>(
     container: *const c_char,
     key: *const u8,
     key_length: usize,
     conditions: *const tenure_conditions,
-) -> Result<(&'a str, &'a [u8], ReadOptions), Fail> {
+    read: impl FnOnce(&str, &[u8], &ReadOptions) -> Result<T, Fail>,
+) -> Result<T, Fail> {
     // SAFETY: the caller's contract.
-    unsafe {
-        Ok((
+    let (container, key) = unsafe {
+        (
             text("container", container)?,
             crate::util::key(key, key_length)?,
-            read_options(conditions)?,
-        ))
+        )
+    };
+    if conditions.is_null() {
+        return read(container, key, &NO_CONDITIONS);
     }
+    // SAFETY: the caller's contract.
+    let options = unsafe { read_options(conditions) }?;
+    read(container, key, &options)
 }
 
 /// Reads an item into the caller's buffer. `*value_length_out` receives the value's length;
@@ -113,12 +133,25 @@ pub unsafe extern "C" fn tenure_get(
     guard(|| {
         let store = store_of("store", store)?;
         // SAFETY: the documented argument contracts.
-        let (container, key, options) =
-            unsafe { read_target(container, key, key_length, conditions) }?;
-        let target = ValueOut::checked(value_buffer, value_capacity, value_length_out, info_out)?;
-        let item = store.get(container, key, &options)?;
-        // SAFETY: checked above.
-        unsafe { target.deliver(&item) }
+        unsafe {
+            read_target(
+                container,
+                key,
+                key_length,
+                conditions,
+                |container, key, options| {
+                    let target = ValueOut::checked(
+                        value_buffer,
+                        value_capacity,
+                        value_length_out,
+                        info_out,
+                    )?;
+                    let item = store.get(container, key, options)?;
+                    // SAFETY: checked above.
+                    target.deliver(&item)
+                },
+            )
+        }
     })
 }
 
@@ -135,13 +168,21 @@ pub unsafe extern "C" fn tenure_get_properties(
     guard(|| {
         let store = store_of("store", store)?;
         // SAFETY: the documented argument contracts.
-        let (container, key, options) =
-            unsafe { read_target(container, key, key_length, conditions) }?;
-        out("info_out", info_out)?;
-        let item = store.get_properties(container, key, &options)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *info_out = info_of(&item) };
-        Ok(())
+        unsafe {
+            read_target(
+                container,
+                key,
+                key_length,
+                conditions,
+                |container, key, options| {
+                    out("info_out", info_out)?;
+                    let item = store.get_properties(container, key, options)?;
+                    // SAFETY: checked non-NULL.
+                    *info_out = info_of(&item);
+                    Ok(())
+                },
+            )
+        }
     })
 }
 
@@ -191,14 +232,22 @@ pub unsafe extern "C" fn tenure_get_item(
     guard(|| {
         let store = store_of("store", store)?;
         // SAFETY: the documented argument contracts.
-        let (container, key, options) =
-            unsafe { read_target(container, key, key_length, conditions) }?;
-        out("item_out", item_out)?;
-        let item = store.get(container, key, &options)?;
-        let handle = handles::register(Object::Item(item))?;
-        // SAFETY: checked non-NULL.
-        unsafe { *item_out = handle as *mut tenure_item };
-        Ok(())
+        unsafe {
+            read_target(
+                container,
+                key,
+                key_length,
+                conditions,
+                |container, key, options| {
+                    out("item_out", item_out)?;
+                    let item = store.get(container, key, options)?;
+                    let handle = handles::register(Object::Item(item))?;
+                    // SAFETY: checked non-NULL.
+                    *item_out = handle as *mut tenure_item;
+                    Ok(())
+                },
+            )
+        }
     })
 }
 

@@ -71,13 +71,25 @@ pub unsafe extern "C" fn tenure_snapshot_get(
     guard(|| {
         with_snapshot(snapshot, |snapshot| {
             // SAFETY: the documented argument contracts.
-            let (container, key, options) =
-                unsafe { read_target(container, key, key_length, conditions) }?;
-            let target =
-                ValueOut::checked(value_buffer, value_capacity, value_length_out, info_out)?;
-            let item = snapshot.get(container, key, &options)?;
-            // SAFETY: checked above.
-            unsafe { target.deliver(&item) }
+            unsafe {
+                read_target(
+                    container,
+                    key,
+                    key_length,
+                    conditions,
+                    |container, key, options| {
+                        let target = ValueOut::checked(
+                            value_buffer,
+                            value_capacity,
+                            value_length_out,
+                            info_out,
+                        )?;
+                        let item = snapshot.get(container, key, options)?;
+                        // SAFETY: checked above.
+                        target.deliver(&item)
+                    },
+                )
+            }
         })
     })
 }
