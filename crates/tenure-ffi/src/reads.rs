@@ -40,22 +40,27 @@ pub(crate) struct ValueOut {
 }
 
 impl ValueOut {
-    /// `buffer` may be NULL only with `capacity` 0; `length_out` is required; `info_out`
-    /// optional.
-    pub(crate) fn checked(
+    /// The out-parameters as given, not yet checked.
+    pub(crate) fn unchecked(
         buffer: *mut u8,
         capacity: usize,
         length_out: *mut usize,
         info_out: *mut tenure_item_info,
-    ) -> Result<ValueOut, Fail> {
-        crate::util::buffer("value_buffer", buffer, capacity)?;
-        out("value_length_out", length_out)?;
-        Ok(ValueOut {
+    ) -> ValueOut {
+        ValueOut {
             buffer,
             capacity,
             length_out,
             info_out,
-        })
+        }
+    }
+
+    /// `buffer` may be NULL only with `capacity` 0; `length_out` is required; `info_out`
+    /// optional.
+    pub(crate) fn checked(self) -> Result<ValueOut, Fail> {
+        crate::util::buffer("value_buffer", self.buffer, self.capacity)?;
+        out("value_length_out", self.length_out)?;
+        Ok(self)
     }
 
     /// Copies the value out (or reports the size needed) and fills the info.
@@ -114,6 +119,37 @@ pub(crate) unsafe fn read_target<T>(
     read(container, key, &options)
 }
 
+/// tenure_get and tenure_snapshot_get: the arguments checked in order (container, key,
+/// conditions, then the out-parameters), `get` called, the value copied out.
+///
+/// # Safety
+/// The documented argument contracts of tenure_get.
+#[inline]
+pub(crate) unsafe fn get_into(
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    conditions: *const tenure_conditions,
+    value_out: ValueOut,
+    get: impl FnOnce(&str, &[u8], &ReadOptions) -> tenure::Result<Item>,
+) -> Result<(), Fail> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        read_target(
+            container,
+            key,
+            key_length,
+            conditions,
+            |container, key, options| {
+                let value_out = value_out.checked()?;
+                let item = get(container, key, options)?;
+                // SAFETY: checked above.
+                value_out.deliver(&item)
+            },
+        )
+    }
+}
+
 /// Reads an item into the caller's buffer. `*value_length_out` receives the value's length;
 /// when it exceeds `value_capacity` the call fails with TENURE_ERR_BUFFER_TOO_SMALL (the
 /// length is still written, nothing else). `info_out` (NULL = not wanted) receives version,
@@ -134,22 +170,13 @@ pub unsafe extern "C" fn tenure_get(
         let store = store_of("store", store)?;
         // SAFETY: the documented argument contracts.
         unsafe {
-            read_target(
+            get_into(
                 container,
                 key,
                 key_length,
                 conditions,
-                |container, key, options| {
-                    let target = ValueOut::checked(
-                        value_buffer,
-                        value_capacity,
-                        value_length_out,
-                        info_out,
-                    )?;
-                    let item = store.get(container, key, options)?;
-                    // SAFETY: checked above.
-                    target.deliver(&item)
-                },
+                ValueOut::unchecked(value_buffer, value_capacity, value_length_out, info_out),
+                |container, key, options| store.get(container, key, options),
             )
         }
     })
@@ -206,7 +233,8 @@ pub unsafe extern "C" fn tenure_get_if_newer(
     guard(|| {
         // SAFETY: the documented argument contracts.
         let (store, container, key) = unsafe { item_target(store, container, key, key_length) }?;
-        let target = ValueOut::checked(value_buffer, value_capacity, value_length_out, info_out)?;
+        let target = ValueOut::unchecked(value_buffer, value_capacity, value_length_out, info_out)
+            .checked()?;
         out("newer_out", newer_out)?;
         let item = store.get_if_newer(container, key, version)?;
         if let Some(item) = &item {

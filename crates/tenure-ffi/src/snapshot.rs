@@ -72,22 +72,13 @@ pub unsafe extern "C" fn tenure_snapshot_get(
         with_snapshot(snapshot, |snapshot| {
             // SAFETY: the documented argument contracts.
             unsafe {
-                read_target(
+                get_into(
                     container,
                     key,
                     key_length,
                     conditions,
-                    |container, key, options| {
-                        let target = ValueOut::checked(
-                            value_buffer,
-                            value_capacity,
-                            value_length_out,
-                            info_out,
-                        )?;
-                        let item = snapshot.get(container, key, options)?;
-                        // SAFETY: checked above.
-                        target.deliver(&item)
-                    },
+                    ValueOut::unchecked(value_buffer, value_capacity, value_length_out, info_out),
+                    |container, key, options| snapshot.get(container, key, options),
                 )
             }
         })
