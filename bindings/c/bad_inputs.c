@@ -388,6 +388,69 @@ int main(void) {
     INVALID(tenure_item_metadata(item, value, sizeof value, &length));
     INVALID(tenure_item_content_type(item, value, sizeof value, &length));
 
+    /* ---- more of each kind for the new exports: malformed lease ids, periods, timeouts, out
+     * pointers and capacities ---- */
+    {
+        static const char too_long_id[] = "3f2504e0-4f89-11d3-9a0c-0305e82c3301-0305e82c3301";
+        const char *bad_ids[8];
+        const int64_t bad_periods[6] = {61, 62, -2, -100, INT64_MAX, INT64_MIN};
+        const uint64_t bad_timeouts[4] = {86400001, (uint64_t)1 << 40, UINT64_MAX - 1, UINT64_MAX};
+        const size_t bad_capacities[4] = {1, 7, 4096, SIZE_MAX};
+        int index;
+        bad_ids[0] = NULL;
+        bad_ids[1] = bad_utf8;
+        bad_ids[2] = "";
+        bad_ids[3] = "not-a-uuid";
+        bad_ids[4] = "3f2504e0";
+        bad_ids[5] = too_long_id;
+        bad_ids[6] = "zz2504e0-4f89-11d3-9a0c-0305e82c3301";
+        bad_ids[7] = "3f2504e0-4f89-11d3-9a0c-0305e82c330";
+        for (index = 0; index < 8; index++) {
+            INVALID(tenure_container_lease_renew(store, "items", bad_ids[index], &lease));
+            INVALID(tenure_container_lease_change(store, "items", bad_ids[index], "3f2504e0-4f89-11d3-9a0c-0305e82c3302", &lease));
+            INVALID(tenure_container_lease_change(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", bad_ids[index], &lease));
+            INVALID(tenure_container_lease_release(store, "items", bad_ids[index]));
+            if (bad_ids[index] != NULL) {
+                INVALID(tenure_container_lease_acquire(store, "items", -1, bad_ids[index], &lease));
+            }
+        }
+        for (index = 0; index < 6; index++) {
+            INVALID(tenure_container_lease_break(store, "items", bad_periods[index], &number));
+        }
+        for (index = 0; index < 4; index++) {
+            INVALID(tenure_store_wait_for_changes(store, 0, bad_timeouts[index], &flag));
+            INVALID(tenure_store_wait_for_changes(store, UINT64_MAX, bad_timeouts[index], &flag));
+            INVALID(tenure_list_containers(store, NULL, bad_capacities[index], &length, &count));
+            INVALID(tenure_container_get_properties(store, "items", &container_properties, NULL, bad_capacities[index], &length));
+            INVALID(tenure_container_get_properties(store, "items", &container_properties, NULL, bad_capacities[index], NULL));
+        }
+        INVALID(tenure_list_containers(store, NULL, 0, NULL, NULL));
+        INVALID(tenure_list_containers(store, NULL, 0, &length, NULL));
+        INVALID(tenure_list_containers(store, NULL, 0, NULL, &count));
+        INVALID(tenure_container_lease_get_info(store, bad_utf8, &lease_info));
+        INVALID(tenure_container_lease_get_info(store, NULL, &lease_info));
+        INVALID(tenure_container_lease_get_info(store, NULL, NULL));
+        INVALID(tenure_container_lease_renew(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", NULL));
+        INVALID(tenure_container_lease_renew(store, NULL, "3f2504e0-4f89-11d3-9a0c-0305e82c3301", &lease));
+        INVALID(tenure_container_lease_release(store, NULL, "3f2504e0-4f89-11d3-9a0c-0305e82c3301"));
+        INVALID(tenure_container_lease_break(store, NULL, 0, &number));
+        INVALID(tenure_container_lease_break(store, bad_utf8, 0, &number));
+        INVALID(tenure_store_compact(store, NULL));
+        INVALID(tenure_store_compact((const tenure_store *)snapshot, &report));
+        INVALID(tenure_store_compact((const tenure_store *)(uintptr_t)0x12345, &report));
+        INVALID(tenure_store_wait_for_changes((const tenure_store *)snapshot, 0, 0, &flag));
+        EXPECT_OK(tenure_get_item(store, "items", key, 4, NULL, &item));
+        for (index = 0; index < 4; index++) {
+            INVALID(tenure_item_metadata(item, NULL, bad_capacities[index], &length));
+            INVALID(tenure_item_content_type(item, NULL, bad_capacities[index], &length));
+            INVALID(tenure_item_metadata(item, NULL, bad_capacities[index], NULL));
+            INVALID(tenure_item_content_type(item, NULL, bad_capacities[index], NULL));
+        }
+        INVALID(tenure_item_metadata(item, NULL, 0, NULL));
+        INVALID(tenure_item_content_type(item, NULL, 0, NULL));
+        EXPECT_OK(tenure_item_free(item));
+    }
+
     /* ---- batches ---- */
     INVALID(tenure_batch_new(store, NULL));
     INVALID(tenure_batch_put(batch, "items", NULL, 4, (const uint8_t *)"v", 1, NULL));
