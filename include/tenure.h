@@ -30,16 +30,6 @@
  */
 #define TENURE_LOCK_HANDLE_SIZE 40
 
-#define TENURE_LEASE_AVAILABLE 0
-
-#define TENURE_LEASE_LEASED 1
-
-#define TENURE_LEASE_EXPIRED 2
-
-#define TENURE_LEASE_BREAKING 3
-
-#define TENURE_LEASE_BROKEN 4
-
 #define TENURE_CHANGE_CREATED 0
 
 #define TENURE_CHANGE_UPDATED 1
@@ -51,6 +41,16 @@
 #define TENURE_CHANGE_CONTAINER_CREATED 4
 
 #define TENURE_CHANGE_CONTAINER_DELETED 5
+
+#define TENURE_LEASE_AVAILABLE 0
+
+#define TENURE_LEASE_LEASED 1
+
+#define TENURE_LEASE_EXPIRED 2
+
+#define TENURE_LEASE_BREAKING 3
+
+#define TENURE_LEASE_BROKEN 4
 
 /*
  A batch under construction.
@@ -88,24 +88,6 @@ typedef struct tenure_store tenure_store;
 typedef uint32_t tenure_status;
 
 /*
- Options of `tenure_store_open`. Pass NULL for the defaults; zero-initialise and set fields.
- */
-typedef struct {
-  /*
-   0 = sync (every write durable when it returns), 1 = buffered.
-   */
-  uint32_t durability;
-  /*
-   0 = the default (64 MiB). Fixed when the store is created.
-   */
-  uint64_t segment_size_bytes;
-  /*
-   true = no background compaction thread.
-   */
-  bool disable_background_compaction;
-} tenure_store_options;
-
-/*
  Conditions and options of a read or write. Zero-initialise, then set what you need; NULL
  strings are absent. Dates are microseconds since the Unix epoch (>= 0).
  */
@@ -138,22 +120,46 @@ typedef struct {
 } tenure_conditions;
 
 /*
- What a read reports besides the value.
+ What tenure_container_get_properties reports besides the metadata.
+ */
+typedef struct {
+  /*
+   NUL-terminated ETag text of the container (changes when its metadata is set).
+   */
+  char etag[TENURE_ETAG_SIZE];
+  int64_t last_modified_us;
+  bool has_default_ttl;
+  int64_t default_ttl_seconds;
+  /*
+   The number of metadata pairs.
+   */
+  uint64_t metadata_count;
+} tenure_container_properties;
+
+/*
+ One user metadata pair (both NUL-terminated UTF-8; the name non-empty).
+ */
+typedef struct {
+  const char *name;
+  const char *value;
+} tenure_metadata_entry;
+
+/*
+ One change, as tenure_cursor_next reports it.
  */
 typedef struct {
   uint64_t version;
   /*
-   NUL-terminated ETag text.
+   One of TENURE_CHANGE_*.
    */
+  uint32_t kind;
+  bool has_key;
+  uint64_t key_length;
+  bool has_etag;
   char etag[TENURE_ETAG_SIZE];
-  int64_t last_modified_us;
-  bool has_expires_at;
-  int64_t expires_at_us;
-  /*
-   The value's length in bytes.
-   */
+  bool has_value;
   uint64_t value_length;
-} tenure_item_info;
+} tenure_change;
 
 /*
  A granted lease.
@@ -164,13 +170,13 @@ typedef struct {
    */
   char id[TENURE_LEASE_ID_SIZE];
   /*
-   The fencing token: strictly increasing per item across grants.
+   The fencing token: strictly increasing per item (or container) across grants.
    */
   uint64_t fence;
 } tenure_lease;
 
 /*
- What tenure_lease_info reports.
+ What tenure_lease_get_info and tenure_container_lease_get_info report.
  */
 typedef struct {
   /*
@@ -189,21 +195,64 @@ typedef struct {
 } tenure_lease_info;
 
 /*
- One change, as tenure_cursor_next reports it.
+ What a read reports besides the value.
  */
 typedef struct {
   uint64_t version;
   /*
-   One of TENURE_CHANGE_*.
+   NUL-terminated ETag text.
    */
-  uint32_t kind;
-  bool has_key;
-  uint64_t key_length;
-  bool has_etag;
   char etag[TENURE_ETAG_SIZE];
-  bool has_value;
+  int64_t last_modified_us;
+  bool has_expires_at;
+  int64_t expires_at_us;
+  /*
+   The value's length in bytes.
+   */
   uint64_t value_length;
-} tenure_change;
+} tenure_item_info;
+
+/*
+ Options of `tenure_store_open`. Pass NULL for the defaults; zero-initialise and set fields.
+ */
+typedef struct {
+  /*
+   0 = sync (every write durable when it returns), 1 = buffered.
+   */
+  uint32_t durability;
+  /*
+   0 = the default (64 MiB). Fixed when the store is created.
+   */
+  uint64_t segment_size_bytes;
+  /*
+   true = no background compaction thread.
+   */
+  bool disable_background_compaction;
+} tenure_store_options;
+
+/*
+ What tenure_store_compact did.
+ */
+typedef struct {
+  uint64_t segments_removed;
+  uint64_t bytes_removed;
+  uint64_t items_relocated;
+  uint64_t containers_relocated;
+  /*
+   A snapshot older than the compaction is open: segments were rewritten but not yet
+   removed (a later compaction removes them).
+   */
+  bool deferred_by_snapshot;
+  /*
+   The change feed's retention kept the oldest segment.
+   */
+  bool retained_for_change_feed;
+  /*
+   Writes kept racing the copy of an item of the oldest segment: it stays until a later
+   compaction.
+   */
+  bool deferred_by_writes;
+} tenure_compaction_report;
 
 #define TENURE_OK 0
 
@@ -270,280 +319,6 @@ typedef struct {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
-
-/*
- The library version, e.g. "0.1.0". Static; never free it.
- */
-const char *tenure_version(void);
-
-/*
- The SPEC §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise. Static.
- */
-const char *tenure_status_name(tenure_status status);
-
-/*
- The HTTP-style number of a status (200 for TENURE_OK, 0 for an unknown status).
- */
-uint32_t tenure_status_http(tenure_status status);
-
-/*
- Copies this thread's last failure message (UTF-8, no NUL added) into `buffer`; `*length_out`
- gets its length (also on TENURE_ERR_BUFFER_TOO_SMALL). Empty if nothing failed yet.
- */
-tenure_status tenure_last_error_message(uint8_t *buffer, size_t capacity, size_t *length_out);
-
-/*
- The current ETag reported with this thread's last failure (a precondition failure on an
- existing item). `*has_etag_out` false when there was none. `etag_out` holds
- TENURE_ETAG_SIZE bytes.
- */
-tenure_status tenure_last_error_etag(char *etag_out, bool *has_etag_out);
-
-/*
- The index of the failing operation of this thread's last failed batch commit.
- `*has_index_out` false when the last failure was not a batch operation's.
- */
-tenure_status tenure_last_error_batch_index(uint64_t *index_out, bool *has_index_out);
-
-/*
- Opens (creating if needed) the store in directory `path`.
- */
-tenure_status tenure_store_open(const char *path,
-                                const tenure_store_options *options,
-                                tenure_store **store_out);
-
-/*
- Flushes and closes the store. The handle stays allocated (free it with tenure_store_free);
- every later use of it fails with InvalidArgument. Snapshots, batches and cursors still open
- keep the engine alive until they are freed; close then only flushes.
- */
-tenure_status tenure_store_close(const tenure_store *store);
-
-/*
- Frees the handle (closing the store first if needed). NULL is fine; a second free fails.
- */
-tenure_status tenure_store_free(tenure_store *store);
-
-/*
- Makes every acknowledged write durable.
- */
-tenure_status tenure_store_flush(const tenure_store *store);
-
-/*
- The store's current version (the last committed change).
- */
-tenure_status tenure_store_version(const tenure_store *store, uint64_t *version_out);
-
-/*
- Creates a container. `has_default_ttl`/`default_ttl_seconds` (1..=u32::MAX) set its TTL.
- */
-tenure_status tenure_container_create(const tenure_store *store,
-                                      const char *name,
-                                      bool has_default_ttl,
-                                      int64_t default_ttl_seconds);
-
-/*
- Deletes a container and every item in it. `conditions` (NULL = none): if_match,
- if_none_match, dates and lease_id apply; if_version, lock_handle and ttl are refused.
- */
-tenure_status tenure_container_delete(const tenure_store *store,
-                                      const char *name,
-                                      const tenure_conditions *conditions);
-
-/*
- Writes the item (create or replace). `conditions` may be NULL. `etag_out` (NULL = not
- wanted) receives the new ETag; it must hold TENURE_ETAG_SIZE bytes. On a precondition
- failure, `tenure_last_error_etag` gives the item's current ETag.
- */
-tenure_status tenure_put(const tenure_store *store,
-                         const char *container,
-                         const uint8_t *key,
-                         size_t key_length,
-                         const uint8_t *value,
-                         size_t value_length,
-                         const tenure_conditions *conditions,
-                         char *etag_out);
-
-/*
- As tenure_put, only if the item does not exist (TENURE_ERR_ALREADY_EXISTS otherwise).
- */
-tenure_status tenure_create(const tenure_store *store,
-                            const char *container,
-                            const uint8_t *key,
-                            size_t key_length,
-                            const uint8_t *value,
-                            size_t value_length,
-                            const tenure_conditions *conditions,
-                            char *etag_out);
-
-/*
- As tenure_put, only if the item exists (TENURE_ERR_NOT_FOUND otherwise).
- */
-tenure_status tenure_replace(const tenure_store *store,
-                             const char *container,
-                             const uint8_t *key,
-                             size_t key_length,
-                             const uint8_t *value,
-                             size_t value_length,
-                             const tenure_conditions *conditions,
-                             char *etag_out);
-
-/*
- Deletes the item. `conditions` may be NULL.
- */
-tenure_status tenure_delete(const tenure_store *store,
-                            const char *container,
-                            const uint8_t *key,
-                            size_t key_length,
-                            const tenure_conditions *conditions);
-
-/*
- Reads an item into the caller's buffer. `*value_length_out` receives the value's length;
- when it exceeds `value_capacity` the call fails with TENURE_ERR_BUFFER_TOO_SMALL (the
- length is still written, nothing else). `info_out` (NULL = not wanted) receives version,
- ETag and dates. `value_buffer` may be NULL when `value_capacity` is 0 (a size query).
- */
-tenure_status tenure_get(const tenure_store *store,
-                         const char *container,
-                         const uint8_t *key,
-                         size_t key_length,
-                         const tenure_conditions *conditions,
-                         uint8_t *value_buffer,
-                         size_t value_capacity,
-                         size_t *value_length_out,
-                         tenure_item_info *info_out);
-
-/*
- Reads an item's metadata only (no value).
- */
-tenure_status tenure_get_properties(const tenure_store *store,
-                                    const char *container,
-                                    const uint8_t *key,
-                                    size_t key_length,
-                                    const tenure_conditions *conditions,
-                                    tenure_item_info *info_out);
-
-/*
- Reads an item into a new item handle (free it with tenure_item_free).
- */
-tenure_status tenure_get_item(const tenure_store *store,
-                              const char *container,
-                              const uint8_t *key,
-                              size_t key_length,
-                              const tenure_conditions *conditions,
-                              tenure_item **item_out);
-
-/*
- The item's metadata.
- */
-tenure_status tenure_item_get_info(const tenure_item *item, tenure_item_info *info_out);
-
-/*
- Copies the item's value out (TENURE_ERR_BUFFER_TOO_SMALL reports the size).
- */
-tenure_status tenure_item_value(const tenure_item *item,
-                                uint8_t *buffer_out,
-                                size_t capacity,
-                                size_t *length_out);
-
-/*
- A zero-copy view of the item's value, valid until the item handle is freed.
- */
-tenure_status tenure_item_value_view(const tenure_item *item,
-                                     const uint8_t **data_out,
-                                     size_t *length_out);
-
-/*
- Frees an item handle. NULL is fine.
- */
-tenure_status tenure_item_free(tenure_item *item);
-
-/*
- One page of the items of `container` whose keys start with the prefix, in key order.
- `page_size` 1..=10000; `continuation` NULL for the first page, else the text from
- tenure_page_continuation.
- */
-tenure_status tenure_list(const tenure_store *store,
-                          const char *container,
-                          const uint8_t *prefix,
-                          size_t prefix_length,
-                          uint32_t page_size,
-                          const char *continuation,
-                          bool include_values,
-                          tenure_page **page_out);
-
-/*
- The number of items in the page.
- */
-tenure_status tenure_page_count(const tenure_page *page, size_t *count_out);
-
-/*
- Copies the key of item `index` out.
- */
-tenure_status tenure_page_key(const tenure_page *page,
-                              size_t index,
-                              uint8_t *buffer_out,
-                              size_t capacity,
-                              size_t *length_out);
-
-/*
- Copies the value of item `index` out (empty unless the listing included values).
- */
-tenure_status tenure_page_value(const tenure_page *page,
-                                size_t index,
-                                uint8_t *buffer_out,
-                                size_t capacity,
-                                size_t *length_out);
-
-/*
- The metadata of item `index`.
- */
-tenure_status tenure_page_item_info(const tenure_page *page,
-                                    size_t index,
-                                    tenure_item_info *info_out);
-
-/*
- The continuation for the next page as NUL-terminated text (pass it to tenure_list).
- `*has_more_out` false when this was the last page (then nothing is copied).
- */
-tenure_status tenure_page_continuation(const tenure_page *page,
-                                       char *buffer_out,
-                                       size_t capacity,
-                                       size_t *length_out,
-                                       bool *has_more_out);
-
-/*
- Frees a page. NULL is fine.
- */
-tenure_status tenure_page_free(tenure_page *page);
-
-/*
- Opens a repeatable read view of the store (free it with tenure_snapshot_free).
- */
-tenure_status tenure_snapshot_open(const tenure_store *store, tenure_snapshot **snapshot_out);
-
-/*
- The version the snapshot sees.
- */
-tenure_status tenure_snapshot_version(const tenure_snapshot *snapshot, uint64_t *version_out);
-
-/*
- tenure_get as of the snapshot.
- */
-tenure_status tenure_snapshot_get(const tenure_snapshot *snapshot,
-                                  const char *container,
-                                  const uint8_t *key,
-                                  size_t key_length,
-                                  const tenure_conditions *conditions,
-                                  uint8_t *value_buffer,
-                                  size_t value_capacity,
-                                  size_t *value_length_out,
-                                  tenure_item_info *info_out);
-
-/*
- Frees a snapshot. NULL is fine.
- */
-tenure_status tenure_snapshot_free(tenure_snapshot *snapshot);
 
 /*
  Starts a batch (nothing happens until tenure_batch_commit).
@@ -614,6 +389,229 @@ tenure_status tenure_batch_commit(const tenure_batch *batch, uint64_t *version_o
 tenure_status tenure_batch_free(tenure_batch *batch);
 
 /*
+ The library version, e.g. "0.1.0". Static; never free it.
+ */
+const char *tenure_version(void);
+
+/*
+ The SPEC §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise. Static.
+ */
+const char *tenure_status_name(tenure_status status);
+
+/*
+ The HTTP-style number of a status (200 for TENURE_OK, 0 for an unknown status).
+ */
+uint32_t tenure_status_http(tenure_status status);
+
+/*
+ Copies this thread's last failure message (UTF-8, no NUL added) into `buffer`; `*length_out`
+ gets its length (also on TENURE_ERR_BUFFER_TOO_SMALL). Empty if nothing failed yet.
+ */
+tenure_status tenure_last_error_message(uint8_t *buffer, size_t capacity, size_t *length_out);
+
+/*
+ The current ETag reported with this thread's last failure (a precondition failure on an
+ existing item). `*has_etag_out` false when there was none. `etag_out` holds
+ TENURE_ETAG_SIZE bytes.
+ */
+tenure_status tenure_last_error_etag(char *etag_out, bool *has_etag_out);
+
+/*
+ The index of the failing operation of this thread's last failed batch commit.
+ `*has_index_out` false when the last failure was not a batch operation's.
+ */
+tenure_status tenure_last_error_batch_index(uint64_t *index_out, bool *has_index_out);
+
+/*
+ Creates a container. `has_default_ttl`/`default_ttl_seconds` (1..=u32::MAX) set its TTL.
+ */
+tenure_status tenure_container_create(const tenure_store *store,
+                                      const char *name,
+                                      bool has_default_ttl,
+                                      int64_t default_ttl_seconds);
+
+/*
+ Deletes a container and every item in it. `conditions` (NULL = none): the container's
+ if_match, if_none_match, dates and lease_id apply; if_version, lock_handle and ttl are refused.
+ A leased container needs its lease id (SPEC §5): without it TENURE_ERR_LEASE_ID_MISSING.
+ */
+tenure_status tenure_container_delete(const tenure_store *store,
+                                      const char *name,
+                                      const tenure_conditions *conditions);
+
+/*
+ The container's properties, and (when `metadata_length_out` is not NULL) its metadata copied
+ into `metadata_buffer` as `name\0value\0` pairs. On TENURE_ERR_BUFFER_TOO_SMALL only
+ `*metadata_length_out` is written (the size needed). With a NULL `metadata_length_out`,
+ `metadata_buffer` must be NULL and `metadata_capacity` 0.
+ */
+tenure_status tenure_container_get_properties(const tenure_store *store,
+                                              const char *name,
+                                              tenure_container_properties *properties_out,
+                                              uint8_t *metadata_buffer,
+                                              size_t metadata_capacity,
+                                              size_t *metadata_length_out);
+
+/*
+ Replaces the container's metadata (`metadata_count` pairs; NULL only with 0 = none).
+ `conditions` as for tenure_container_delete: a lease id, if given, must match the
+ container's lease (SPEC §5). `etag_out` (NULL = not wanted, else TENURE_ETAG_SIZE bytes)
+ receives the container's new ETag.
+ */
+tenure_status tenure_container_set_metadata(const tenure_store *store,
+                                            const char *name,
+                                            const tenure_metadata_entry *metadata,
+                                            size_t metadata_count,
+                                            const tenure_conditions *conditions,
+                                            char *etag_out);
+
+/*
+ The names of the store's containers, in name order, copied into `buffer` each followed by a
+ NUL; `*count_out` gets how many. On TENURE_ERR_BUFFER_TOO_SMALL only `*length_out` is
+ written (the size needed); `buffer` may be NULL with `capacity` 0 for that size query.
+ */
+tenure_status tenure_list_containers(const tenure_store *store,
+                                     uint8_t *buffer_out,
+                                     size_t capacity,
+                                     size_t *length_out,
+                                     size_t *count_out);
+
+/*
+ Opens a cursor over the changes after version `since` (0 = from the start), of one
+ container (`container` non-NULL) or all.
+ */
+tenure_status tenure_cursor_open(const tenure_store *store,
+                                 uint64_t since,
+                                 const char *container,
+                                 bool include_values,
+                                 tenure_cursor **cursor_out);
+
+/*
+ Waits (no busy loop) until a change newer than version `since` is committed, or
+ `timeout_ms` (0..=86400000, 24 h) passes. `*changed_out` says whether one is there; read it
+ with a cursor opened at `since`. 0 ms only looks.
+ */
+tenure_status tenure_store_wait_for_changes(const tenure_store *store,
+                                            uint64_t since,
+                                            uint64_t timeout_ms,
+                                            bool *changed_out);
+
+/*
+ Moves to the next change. `*has_change_out` false when there is none yet (call again
+ later); else `change_out` describes it and tenure_cursor_key / _value / _container copy its
+ parts out.
+ */
+tenure_status tenure_cursor_next(const tenure_cursor *cursor,
+                                 tenure_change *change_out,
+                                 bool *has_change_out);
+
+/*
+ Copies the current change's key out (empty for container changes).
+ */
+tenure_status tenure_cursor_key(const tenure_cursor *cursor,
+                                uint8_t *buffer_out,
+                                size_t capacity,
+                                size_t *length_out);
+
+/*
+ Copies the current change's value out (empty unless values were asked for).
+ */
+tenure_status tenure_cursor_value(const tenure_cursor *cursor,
+                                  uint8_t *buffer_out,
+                                  size_t capacity,
+                                  size_t *length_out);
+
+/*
+ Copies the current change's container name out (UTF-8, no NUL).
+ */
+tenure_status tenure_cursor_container(const tenure_cursor *cursor,
+                                      uint8_t *buffer_out,
+                                      size_t capacity,
+                                      size_t *length_out);
+
+/*
+ Frees a cursor. NULL is fine.
+ */
+tenure_status tenure_cursor_free(tenure_cursor *cursor);
+
+/*
+ Writes the item (create or replace). `conditions` may be NULL. `etag_out` (NULL = not
+ wanted) receives the new ETag; it must hold TENURE_ETAG_SIZE bytes. On a precondition
+ failure, `tenure_last_error_etag` gives the item's current ETag.
+ */
+tenure_status tenure_put(const tenure_store *store,
+                         const char *container,
+                         const uint8_t *key,
+                         size_t key_length,
+                         const uint8_t *value,
+                         size_t value_length,
+                         const tenure_conditions *conditions,
+                         char *etag_out);
+
+/*
+ As tenure_put, only if the item does not exist (TENURE_ERR_ALREADY_EXISTS otherwise).
+ */
+tenure_status tenure_create(const tenure_store *store,
+                            const char *container,
+                            const uint8_t *key,
+                            size_t key_length,
+                            const uint8_t *value,
+                            size_t value_length,
+                            const tenure_conditions *conditions,
+                            char *etag_out);
+
+/*
+ As tenure_put, only if the item exists (TENURE_ERR_NOT_FOUND otherwise).
+ */
+tenure_status tenure_replace(const tenure_store *store,
+                             const char *container,
+                             const uint8_t *key,
+                             size_t key_length,
+                             const uint8_t *value,
+                             size_t value_length,
+                             const tenure_conditions *conditions,
+                             char *etag_out);
+
+/*
+ Deletes the item. `conditions` may be NULL.
+ */
+tenure_status tenure_delete(const tenure_store *store,
+                            const char *container,
+                            const uint8_t *key,
+                            size_t key_length,
+                            const tenure_conditions *conditions);
+
+/*
+ Replaces the item's content type (`content_type` NULL = none) and user metadata
+ (`metadata_count` pairs; NULL only with 0), keeping its value. Conditions, lease id and lock
+ handle as for a write (SPEC §3). `etag_out` (NULL = not wanted) receives the new ETag; on a
+ precondition failure `tenure_last_error_etag` gives the current one.
+ */
+tenure_status tenure_set_properties(const tenure_store *store,
+                                    const char *container,
+                                    const uint8_t *key,
+                                    size_t key_length,
+                                    const char *content_type,
+                                    const tenure_metadata_entry *metadata,
+                                    size_t metadata_count,
+                                    const tenure_conditions *conditions,
+                                    char *etag_out);
+
+/*
+ Replaces the item's user metadata, keeping its value and content type; otherwise as
+ tenure_set_properties. A stale if_match fails with TENURE_ERR_CONDITION_NOT_MET and
+ `tenure_last_error_etag` gives the current ETag.
+ */
+tenure_status tenure_set_metadata(const tenure_store *store,
+                                  const char *container,
+                                  const uint8_t *key,
+                                  size_t key_length,
+                                  const tenure_metadata_entry *metadata,
+                                  size_t metadata_count,
+                                  const tenure_conditions *conditions,
+                                  char *etag_out);
+
+/*
  Acquires the item's lease: `duration_seconds` 15..=60 or -1 (infinite); `proposed_id`
  (NULL = generated) a UUID. Never waits.
  */
@@ -623,7 +621,7 @@ tenure_status tenure_lease_acquire(const tenure_store *store,
                                    size_t key_length,
                                    int64_t duration_seconds,
                                    const char *proposed_id,
-                                   tenure_lease *lease_out_);
+                                   tenure_lease *lease_out);
 
 /*
  As tenure_lease_acquire, waiting up to `timeout_ms` (at most 24 h) for the lease to be free.
@@ -638,17 +636,17 @@ tenure_status tenure_lease_acquire_wait(const tenure_store *store,
                                         tenure_lease *lease_out_);
 
 /*
- Renews the lease `lease_id`.
+ Renews the item's lease `lease_id`.
  */
 tenure_status tenure_lease_renew(const tenure_store *store,
                                  const char *container,
                                  const uint8_t *key,
                                  size_t key_length,
                                  const char *lease_id,
-                                 tenure_lease *lease_out_);
+                                 tenure_lease *lease_out);
 
 /*
- Changes the lease's id from `lease_id` to `proposed_id`.
+ Changes the item's lease id from `lease_id` to `proposed_id`.
  */
 tenure_status tenure_lease_change(const tenure_store *store,
                                   const char *container,
@@ -656,10 +654,10 @@ tenure_status tenure_lease_change(const tenure_store *store,
                                   size_t key_length,
                                   const char *lease_id,
                                   const char *proposed_id,
-                                  tenure_lease *lease_out_);
+                                  tenure_lease *lease_out);
 
 /*
- Releases the lease `lease_id`.
+ Releases the item's lease `lease_id`.
  */
 tenure_status tenure_lease_release(const tenure_store *store,
                                    const char *container,
@@ -668,7 +666,7 @@ tenure_status tenure_lease_release(const tenure_store *store,
                                    const char *lease_id);
 
 /*
- Breaks the lease. `break_period_seconds` 0..=60, or -1 for the default (SPEC §4).
+ Breaks the item's lease. `break_period_seconds` 0..=60, or -1 for the default (SPEC §4).
  `*time_left_ms_out` gets the time until a new lease can be acquired.
  */
 tenure_status tenure_lease_break(const tenure_store *store,
@@ -686,6 +684,128 @@ tenure_status tenure_lease_get_info(const tenure_store *store,
                                     const uint8_t *key,
                                     size_t key_length,
                                     tenure_lease_info *info_out);
+
+/*
+ Acquires the container's lease (as tenure_lease_acquire). While it is held, deleting the
+ container needs its id (`tenure_conditions.lease_id`): without it TENURE_ERR_LEASE_ID_MISSING.
+ */
+tenure_status tenure_container_lease_acquire(const tenure_store *store,
+                                             const char *name,
+                                             int64_t duration_seconds,
+                                             const char *proposed_id,
+                                             tenure_lease *lease_out);
+
+/*
+ Renews the container's lease `lease_id`.
+ */
+tenure_status tenure_container_lease_renew(const tenure_store *store,
+                                           const char *name,
+                                           const char *lease_id,
+                                           tenure_lease *lease_out);
+
+/*
+ Changes the container's lease id from `lease_id` to `proposed_id`.
+ */
+tenure_status tenure_container_lease_change(const tenure_store *store,
+                                            const char *name,
+                                            const char *lease_id,
+                                            const char *proposed_id,
+                                            tenure_lease *lease_out);
+
+/*
+ Releases the container's lease `lease_id`.
+ */
+tenure_status tenure_container_lease_release(const tenure_store *store,
+                                             const char *name,
+                                             const char *lease_id);
+
+/*
+ Breaks the container's lease (as tenure_lease_break).
+ */
+tenure_status tenure_container_lease_break(const tenure_store *store,
+                                           const char *name,
+                                           int64_t break_period_seconds,
+                                           uint64_t *time_left_ms_out);
+
+/*
+ The container's lease as of now.
+ */
+tenure_status tenure_container_lease_get_info(const tenure_store *store,
+                                              const char *name,
+                                              tenure_lease_info *info_out);
+
+/*
+ One page of the items of `container` whose keys start with the prefix, in key order.
+ `page_size` 1..=10000; `continuation` NULL for the first page, else the text from
+ tenure_page_continuation.
+ */
+tenure_status tenure_list(const tenure_store *store,
+                          const char *container,
+                          const uint8_t *prefix,
+                          size_t prefix_length,
+                          uint32_t page_size,
+                          const char *continuation,
+                          bool include_values,
+                          tenure_page **page_out);
+
+/*
+ tenure_list as of the snapshot: paging through one snapshot never skips or repeats an item
+ (SPEC §7, §9), whatever is written meanwhile. A continuation from a snapshot's page goes
+ back to the same snapshot.
+ */
+tenure_status tenure_snapshot_list(const tenure_snapshot *snapshot,
+                                   const char *container,
+                                   const uint8_t *prefix,
+                                   size_t prefix_length,
+                                   uint32_t page_size,
+                                   const char *continuation,
+                                   bool include_values,
+                                   tenure_page **page_out);
+
+/*
+ The number of items in the page.
+ */
+tenure_status tenure_page_count(const tenure_page *page, size_t *count_out);
+
+/*
+ Copies the key of item `index` out.
+ */
+tenure_status tenure_page_key(const tenure_page *page,
+                              size_t index,
+                              uint8_t *buffer_out,
+                              size_t capacity,
+                              size_t *length_out);
+
+/*
+ Copies the value of item `index` out (empty unless the listing included values).
+ */
+tenure_status tenure_page_value(const tenure_page *page,
+                                size_t index,
+                                uint8_t *buffer_out,
+                                size_t capacity,
+                                size_t *length_out);
+
+/*
+ The metadata of item `index`.
+ */
+tenure_status tenure_page_item_info(const tenure_page *page,
+                                    size_t index,
+                                    tenure_item_info *info_out);
+
+/*
+ The continuation for the next page as NUL-terminated text (pass it to tenure_list).
+ `*has_more_out` false when this was the last page (then nothing is copied).
+ */
+tenure_status tenure_page_continuation(const tenure_page *page,
+                                       char *buffer_out,
+                                       size_t capacity,
+                                       size_t *length_out,
+                                       bool *has_more_out);
+
+/*
+ Frees a page. NULL is fine.
+ */
+tenure_status tenure_page_free(tenure_page *page);
 
 /*
  Locks the item for `lock_timeout_ms` (> 0) and returns its handle text in `lock_handle_out`
@@ -727,52 +847,162 @@ tenure_status tenure_unlock(const tenure_store *store,
                             int64_t ttl_seconds);
 
 /*
- Opens a cursor over the changes after version `since` (0 = from the start), of one
- container (`container` non-NULL) or all.
+ Reads an item into the caller's buffer. `*value_length_out` receives the value's length;
+ when it exceeds `value_capacity` the call fails with TENURE_ERR_BUFFER_TOO_SMALL (the
+ length is still written, nothing else). `info_out` (NULL = not wanted) receives version,
+ ETag and dates. `value_buffer` may be NULL when `value_capacity` is 0 (a size query).
  */
-tenure_status tenure_cursor_open(const tenure_store *store,
-                                 uint64_t since,
-                                 const char *container,
-                                 bool include_values,
-                                 tenure_cursor **cursor_out);
+tenure_status tenure_get(const tenure_store *store,
+                         const char *container,
+                         const uint8_t *key,
+                         size_t key_length,
+                         const tenure_conditions *conditions,
+                         uint8_t *value_buffer,
+                         size_t value_capacity,
+                         size_t *value_length_out,
+                         tenure_item_info *info_out);
 
 /*
- Moves to the next change. `*has_change_out` false when there is none yet (call again
- later); else `change_out` describes it and tenure_cursor_key / _value / _container copy its
- parts out.
+ Reads an item's metadata only (no value).
  */
-tenure_status tenure_cursor_next(const tenure_cursor *cursor,
-                                 tenure_change *change_out,
-                                 bool *has_change_out);
+tenure_status tenure_get_properties(const tenure_store *store,
+                                    const char *container,
+                                    const uint8_t *key,
+                                    size_t key_length,
+                                    const tenure_conditions *conditions,
+                                    tenure_item_info *info_out);
 
 /*
- Copies the current change's key out (empty for container changes).
+ Reads the item only if its version differs from `version` (SPEC §6, the cache's
+ GetIfNewer). `*newer_out` false: the caller's version is current and nothing else is
+ written. `*newer_out` true: as tenure_get (value copied out, `info_out` filled). On
+ TENURE_ERR_BUFFER_TOO_SMALL only `*value_length_out` is written.
  */
-tenure_status tenure_cursor_key(const tenure_cursor *cursor,
+tenure_status tenure_get_if_newer(const tenure_store *store,
+                                  const char *container,
+                                  const uint8_t *key,
+                                  size_t key_length,
+                                  uint64_t version,
+                                  uint8_t *value_buffer,
+                                  size_t value_capacity,
+                                  size_t *value_length_out,
+                                  tenure_item_info *info_out,
+                                  bool *newer_out);
+
+/*
+ Reads an item into a new item handle (free it with tenure_item_free).
+ */
+tenure_status tenure_get_item(const tenure_store *store,
+                              const char *container,
+                              const uint8_t *key,
+                              size_t key_length,
+                              const tenure_conditions *conditions,
+                              tenure_item **item_out);
+
+/*
+ The item's version, ETag and dates.
+ */
+tenure_status tenure_item_get_info(const tenure_item *item, tenure_item_info *info_out);
+
+/*
+ Copies the item's value out (TENURE_ERR_BUFFER_TOO_SMALL reports the size).
+ */
+tenure_status tenure_item_value(const tenure_item *item,
                                 uint8_t *buffer_out,
                                 size_t capacity,
                                 size_t *length_out);
 
 /*
- Copies the current change's value out (empty unless values were asked for).
+ Copies the item's user metadata out as `name\0value\0` pairs (empty when it has none;
+ TENURE_ERR_BUFFER_TOO_SMALL reports the size).
  */
-tenure_status tenure_cursor_value(const tenure_cursor *cursor,
-                                  uint8_t *buffer_out,
-                                  size_t capacity,
-                                  size_t *length_out);
+tenure_status tenure_item_metadata(const tenure_item *item,
+                                   uint8_t *buffer_out,
+                                   size_t capacity,
+                                   size_t *length_out);
 
 /*
- Copies the current change's container name out (UTF-8, no NUL).
+ Copies the item's content type out (UTF-8, no NUL; empty when it has none).
  */
-tenure_status tenure_cursor_container(const tenure_cursor *cursor,
-                                      uint8_t *buffer_out,
-                                      size_t capacity,
-                                      size_t *length_out);
+tenure_status tenure_item_content_type(const tenure_item *item,
+                                       uint8_t *buffer_out,
+                                       size_t capacity,
+                                       size_t *length_out);
 
 /*
- Frees a cursor. NULL is fine.
+ A zero-copy view of the item's value, valid until the item handle is freed.
  */
-tenure_status tenure_cursor_free(tenure_cursor *cursor);
+tenure_status tenure_item_value_view(const tenure_item *item,
+                                     const uint8_t **data_out,
+                                     size_t *length_out);
+
+/*
+ Frees an item handle. NULL is fine.
+ */
+tenure_status tenure_item_free(tenure_item *item);
+
+/*
+ Opens a repeatable read view of the store (free it with tenure_snapshot_free).
+ */
+tenure_status tenure_snapshot_open(const tenure_store *store, tenure_snapshot **snapshot_out);
+
+/*
+ The version the snapshot sees.
+ */
+tenure_status tenure_snapshot_version(const tenure_snapshot *snapshot, uint64_t *version_out);
+
+/*
+ tenure_get as of the snapshot.
+ */
+tenure_status tenure_snapshot_get(const tenure_snapshot *snapshot,
+                                  const char *container,
+                                  const uint8_t *key,
+                                  size_t key_length,
+                                  const tenure_conditions *conditions,
+                                  uint8_t *value_buffer,
+                                  size_t value_capacity,
+                                  size_t *value_length_out,
+                                  tenure_item_info *info_out);
+
+/*
+ Frees a snapshot. NULL is fine.
+ */
+tenure_status tenure_snapshot_free(tenure_snapshot *snapshot);
+
+/*
+ Opens (creating if needed) the store in directory `path`.
+ */
+tenure_status tenure_store_open(const char *path,
+                                const tenure_store_options *options,
+                                tenure_store **store_out);
+
+/*
+ Flushes and closes the store. The handle stays allocated (free it with tenure_store_free);
+ every later use of it fails with InvalidArgument. Snapshots, batches and cursors still open
+ keep the engine alive until they are freed; close then only flushes.
+ */
+tenure_status tenure_store_close(const tenure_store *store);
+
+/*
+ Frees the handle (closing the store first if needed). NULL is fine; a second free fails.
+ */
+tenure_status tenure_store_free(tenure_store *store);
+
+/*
+ Makes every acknowledged write durable.
+ */
+tenure_status tenure_store_flush(const tenure_store *store);
+
+/*
+ The store's current version (the last committed change).
+ */
+tenure_status tenure_store_version(const tenure_store *store, uint64_t *version_out);
+
+/*
+ Compacts now: rewrites and removes every sealed log segment (SPEC §11). Readers and writers
+ keep going meanwhile. `report_out` receives what was done.
+ */
+tenure_status tenure_store_compact(const tenure_store *store, tenure_compaction_report *report_out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -3,6 +3,9 @@
 // Owners (store, snapshot, batch, item, page, cursor) are move-only and free their handle in
 // the destructor. Every failing call throws tenure::error carrying the tenure_status, its SPEC
 // name, its HTTP-style number, the message, and (for a precondition failure) the current ETag.
+// Besides items, snapshots, batches, leases and locks it covers container leases, container
+// properties and metadata, item metadata/properties, get_if_newer, listing (store and
+// snapshot), compaction and waiting for changes.
 #ifndef TENURE_HPP
 #define TENURE_HPP
 
@@ -74,6 +77,37 @@ inline const uint8_t *bytes(std::string_view text) {
     return reinterpret_cast<const uint8_t *>(text.data());
 }
 
+/// Runs a copy-out call `call(buffer, capacity, &length)`, growing the buffer once when the
+/// library reports TENURE_ERR_BUFFER_TOO_SMALL; throws on any other failure.
+template <typename Call>
+std::string copy_out(Call call) {
+    std::string bytes(64, '\0');
+    size_t length = 0;
+    tenure_status status = call(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size(), &length);
+    if (status == TENURE_ERR_BUFFER_TOO_SMALL) {
+        bytes.resize(length);
+        status = call(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size(), &length);
+    }
+    check(status);
+    bytes.resize(length);
+    return bytes;
+}
+
+/// Splits `text` at each NUL (every part is NUL-terminated).
+inline std::vector<std::string> split_nul(const std::string &text) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\0', start);
+        if (end == std::string::npos) {
+            end = text.size();
+        }
+        parts.emplace_back(text, start, end - start);
+        start = end + 1;
+    }
+    return parts;
+}
+
 }  // namespace detail
 
 /// Conditions and write options; build with the setters, pass to a call.
@@ -131,6 +165,54 @@ struct lease {
     std::uint64_t fence = 0;
 };
 
+/// User metadata: (name, value) pairs in order.
+using metadata = std::vector<std::pair<std::string, std::string>>;
+
+namespace detail {
+
+/// The C form of `pairs`; the strings stay owned by `pairs`.
+inline std::vector<tenure_metadata_entry> entries(const metadata &pairs) {
+    std::vector<tenure_metadata_entry> raw;
+    raw.reserve(pairs.size());
+    for (const auto &pair : pairs) {
+        raw.push_back(tenure_metadata_entry{pair.first.c_str(), pair.second.c_str()});
+    }
+    return raw;
+}
+
+/// Parses the library's `name\0value\0` form.
+inline metadata parse_metadata(const std::string &bytes) {
+    std::vector<std::string> parts = split_nul(bytes);
+    metadata pairs;
+    for (size_t index = 0; index + 1 < parts.size(); index += 2) {
+        pairs.emplace_back(parts[index], parts[index + 1]);
+    }
+    return pairs;
+}
+
+}  // namespace detail
+
+/// A lease's state as of the call (state is one of TENURE_LEASE_*).
+struct lease_info {
+    std::uint32_t state = TENURE_LEASE_AVAILABLE;
+    std::optional<std::string> id;
+    std::optional<std::uint64_t> fence;
+    std::optional<std::uint64_t> remaining_ms;
+};
+
+struct container_properties {
+    std::string etag;
+    std::int64_t last_modified_us = 0;
+    std::optional<std::int64_t> default_ttl_seconds;
+    tenure::metadata metadata;
+};
+
+/// One page of a listing: (key, item) pairs and the continuation for the next page.
+struct page {
+    std::vector<std::pair<std::string, item>> items;
+    std::optional<std::string> continuation;
+};
+
 template <typename Handle, tenure_status (*Free)(Handle *)>
 class owner {
 public:
@@ -172,6 +254,47 @@ public:
         std::uint64_t version = 0;
         detail::check(tenure_snapshot_version(handle_.get(), &version));
         return version;
+    }
+    /// One page as of the snapshot: paging through one snapshot never skips or repeats.
+    tenure::page list(const std::string &container, std::string_view prefix = {},
+                      std::uint32_t page_size = 100,
+                      const std::optional<std::string> &continuation = std::nullopt) const {
+        return read_page([&](tenure_page **out) {
+            return tenure_snapshot_list(handle_.get(), container.c_str(), detail::bytes(prefix),
+                                        prefix.size(), page_size,
+                                        continuation ? continuation->c_str() : nullptr, true, out);
+        });
+    }
+
+    /// Runs a listing call and reads the page handle it returns into a tenure::page.
+    template <typename List>
+    static tenure::page read_page(List call) {
+        tenure_page *raw = nullptr;
+        detail::check(call(&raw));
+        owner<tenure_page, tenure_page_free> handle(raw);
+        size_t count = 0;
+        detail::check(tenure_page_count(raw, &count));
+        tenure::page result;
+        for (size_t index = 0; index < count; index++) {
+            tenure_item_info info{};
+            detail::check(tenure_page_item_info(raw, index, &info));
+            std::string key = detail::copy_out([&](uint8_t *buffer, size_t capacity, size_t *length) {
+                return tenure_page_key(raw, index, buffer, capacity, length);
+            });
+            std::string value = detail::copy_out([&](uint8_t *buffer, size_t capacity, size_t *length) {
+                return tenure_page_value(raw, index, buffer, capacity, length);
+            });
+            result.items.emplace_back(std::move(key), item{value, std::string(info.etag), info.version});
+        }
+        bool more = false;
+        std::string token = detail::copy_out([&](uint8_t *buffer, size_t capacity, size_t *length) {
+            return tenure_page_continuation(raw, reinterpret_cast<char *>(buffer), capacity, length,
+                                            &more);
+        });
+        if (more) {
+            result.continuation = std::string(token.c_str());
+        }
+        return result;
     }
 
     template <typename Read>
@@ -287,6 +410,158 @@ public:
     void release_lease(const std::string &container, std::string_view key, const std::string &id) {
         detail::check(tenure_lease_release(handle_.get(), container.c_str(), detail::bytes(key),
                                            key.size(), id.c_str()));
+    }
+
+    // ----- container leases (SPEC §5): deleting a leased container needs its id -----
+
+    /// `duration_seconds`: 15..=60, or -1 for infinite; `proposed_id` empty = generated.
+    lease acquire_container_lease(const std::string &name, std::int64_t duration_seconds,
+                                  const std::string &proposed_id = {}) {
+        tenure_lease raw{};
+        detail::check(tenure_container_lease_acquire(
+            handle_.get(), name.c_str(), duration_seconds,
+            proposed_id.empty() ? nullptr : proposed_id.c_str(), &raw));
+        return lease{raw.id, raw.fence};
+    }
+    lease renew_container_lease(const std::string &name, const std::string &id) {
+        tenure_lease raw{};
+        detail::check(tenure_container_lease_renew(handle_.get(), name.c_str(), id.c_str(), &raw));
+        return lease{raw.id, raw.fence};
+    }
+    lease change_container_lease(const std::string &name, const std::string &id,
+                                 const std::string &proposed_id) {
+        tenure_lease raw{};
+        detail::check(tenure_container_lease_change(handle_.get(), name.c_str(), id.c_str(),
+                                                    proposed_id.c_str(), &raw));
+        return lease{raw.id, raw.fence};
+    }
+    void release_container_lease(const std::string &name, const std::string &id) {
+        detail::check(tenure_container_lease_release(handle_.get(), name.c_str(), id.c_str()));
+    }
+    /// `break_period_seconds` 0..=60 or -1 (the default); returns the ms until a new acquire.
+    std::uint64_t break_container_lease(const std::string &name,
+                                        std::int64_t break_period_seconds = -1) {
+        std::uint64_t left_ms = 0;
+        detail::check(tenure_container_lease_break(handle_.get(), name.c_str(),
+                                                   break_period_seconds, &left_ms));
+        return left_ms;
+    }
+    tenure::lease_info container_lease_info(const std::string &name) const {
+        tenure_lease_info raw{};
+        detail::check(tenure_container_lease_get_info(handle_.get(), name.c_str(), &raw));
+        tenure::lease_info info;
+        info.state = raw.state;
+        if (raw.has_id) {
+            info.id = std::string(raw.id);
+        }
+        if (raw.has_fence) {
+            info.fence = raw.fence;
+        }
+        if (raw.has_remaining) {
+            info.remaining_ms = raw.remaining_ms;
+        }
+        return info;
+    }
+
+    // ----- container properties -----
+
+    tenure::container_properties container_properties(const std::string &name) const {
+        tenure_container_properties raw{};
+        std::string bytes = detail::copy_out([&](uint8_t *buffer, size_t capacity, size_t *length) {
+            return tenure_container_get_properties(handle_.get(), name.c_str(), &raw, buffer,
+                                                   capacity, length);
+        });
+        tenure::container_properties properties;
+        properties.etag = raw.etag;
+        properties.last_modified_us = raw.last_modified_us;
+        if (raw.has_default_ttl) {
+            properties.default_ttl_seconds = raw.default_ttl_seconds;
+        }
+        properties.metadata = detail::parse_metadata(bytes);
+        return properties;
+    }
+    /// Replaces the container's metadata; returns its new ETag.
+    std::string set_container_metadata(const std::string &name, const tenure::metadata &pairs,
+                                       const conditions &when = conditions()) {
+        std::vector<tenure_metadata_entry> raw = detail::entries(pairs);
+        char etag[TENURE_ETAG_SIZE] = {0};
+        detail::check(tenure_container_set_metadata(handle_.get(), name.c_str(), raw.data(),
+                                                    raw.size(), when.get(), etag));
+        return etag;
+    }
+    std::vector<std::string> list_containers() const {
+        size_t count = 0;
+        return detail::split_nul(detail::copy_out([&](uint8_t *buffer, size_t capacity, size_t *length) {
+            return tenure_list_containers(handle_.get(), buffer, capacity, length, &count);
+        }));
+    }
+
+    // ----- item properties, versioned reads, listing -----
+
+    /// Replaces the item's metadata, keeping value and content type; returns the new ETag.
+    std::string set_metadata(const std::string &container, std::string_view key,
+                             const tenure::metadata &pairs, const conditions &when = conditions()) {
+        std::vector<tenure_metadata_entry> raw = detail::entries(pairs);
+        char etag[TENURE_ETAG_SIZE] = {0};
+        detail::check(tenure_set_metadata(handle_.get(), container.c_str(), detail::bytes(key),
+                                          key.size(), raw.data(), raw.size(), when.get(), etag));
+        return etag;
+    }
+    /// Replaces content type (nullopt = none) and metadata, keeping the value.
+    std::string set_properties(const std::string &container, std::string_view key,
+                               const std::optional<std::string> &content_type,
+                               const tenure::metadata &pairs,
+                               const conditions &when = conditions()) {
+        std::vector<tenure_metadata_entry> raw = detail::entries(pairs);
+        char etag[TENURE_ETAG_SIZE] = {0};
+        detail::check(tenure_set_properties(
+            handle_.get(), container.c_str(), detail::bytes(key), key.size(),
+            content_type ? content_type->c_str() : nullptr, raw.data(), raw.size(), when.get(),
+            etag));
+        return etag;
+    }
+    /// The item if its version differs from `version`, else nullopt (SPEC §6).
+    std::optional<item> get_if_newer(const std::string &container, std::string_view key,
+                                     std::uint64_t version) const {
+        bool newer = false;
+        item found = snapshot::read([&](uint8_t *buffer, size_t capacity, size_t *length,
+                                        tenure_item_info *info) {
+            return tenure_get_if_newer(handle_.get(), container.c_str(), detail::bytes(key),
+                                       key.size(), version, buffer, capacity, length, info,
+                                       &newer);
+        });
+        if (!newer) {
+            return std::nullopt;
+        }
+        return found;
+    }
+    tenure::page list(const std::string &container, std::string_view prefix = {},
+                      std::uint32_t page_size = 100,
+                      const std::optional<std::string> &continuation = std::nullopt) const {
+        return snapshot::read_page([&](tenure_page **out) {
+            return tenure_list(handle_.get(), container.c_str(), detail::bytes(prefix),
+                               prefix.size(), page_size,
+                               continuation ? continuation->c_str() : nullptr, true, out);
+        });
+    }
+
+    // ----- store -----
+
+    tenure_compaction_report compact() {
+        tenure_compaction_report report{};
+        detail::check(tenure_store_compact(handle_.get(), &report));
+        return report;
+    }
+    /// Waits up to `timeout_ms` (at most 24 h) for a change newer than `since`.
+    bool wait_for_changes(std::uint64_t since, std::uint64_t timeout_ms) const {
+        bool changed = false;
+        detail::check(tenure_store_wait_for_changes(handle_.get(), since, timeout_ms, &changed));
+        return changed;
+    }
+    std::uint64_t version() const {
+        std::uint64_t version = 0;
+        detail::check(tenure_store_version(handle_.get(), &version));
+        return version;
     }
     /// Locks the item; returns the lock handle.
     std::string get_and_lock(const std::string &container, std::string_view key,

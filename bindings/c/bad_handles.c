@@ -61,6 +61,9 @@ int main(void) {
     tenure_lease_info lease_info;
     tenure_change change;
     tenure_conditions conditions;
+    tenure_container_properties container_properties;
+    tenure_compaction_report report;
+    tenure_metadata_entry entry = {"name", "value"};
     char etag[TENURE_ETAG_SIZE];
     char handle_text[TENURE_LOCK_HANDLE_SIZE];
     char long_name[400];
@@ -160,10 +163,25 @@ int main(void) {
     EACH_BAD(STORE, tenure_store *, tenure_put_and_unlock(h, "items", key, 3, (const uint8_t *)"v", 1, "0123456789abcdef0123456789abcdef", false, 0, NULL));
     EACH_BAD(STORE, tenure_store *, tenure_unlock(h, "items", key, 3, "0123456789abcdef0123456789abcdef", false, 0));
     EACH_BAD(STORE, tenure_store *, tenure_cursor_open(h, 0, NULL, false, &cursor));
+    EACH_BAD(STORE, tenure_store *, tenure_store_wait_for_changes(h, 0, 0, &flag));
+    EACH_BAD(STORE, tenure_store *, tenure_store_compact(h, &report));
+    EACH_BAD(STORE, tenure_store *, tenure_container_get_properties(h, "items", &container_properties, NULL, 0, NULL));
+    EACH_BAD(STORE, tenure_store *, tenure_container_set_metadata(h, "items", &entry, 1, NULL, etag));
+    EACH_BAD(STORE, tenure_store *, tenure_list_containers(h, buffer, sizeof buffer, &length, &length));
+    EACH_BAD(STORE, tenure_store *, tenure_set_properties(h, "items", key, 3, "text/plain", &entry, 1, NULL, etag));
+    EACH_BAD(STORE, tenure_store *, tenure_set_metadata(h, "items", key, 3, &entry, 1, NULL, etag));
+    EACH_BAD(STORE, tenure_store *, tenure_get_if_newer(h, "items", key, 3, 0, buffer, sizeof buffer, &length, &info, &flag));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_acquire(h, "items", 15, NULL, &lease));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_renew(h, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", &lease));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_change(h, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c3302", &lease));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_release(h, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301"));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_break(h, "items", 0, &number));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_get_info(h, "items", &lease_info));
 
     /* ---- snapshot, batch, page, item, cursor functions ---- */
     EACH_BAD(SNAPSHOT, tenure_snapshot *, tenure_snapshot_version(h, &number));
     EACH_BAD(SNAPSHOT, tenure_snapshot *, tenure_snapshot_get(h, "items", key, 3, NULL, buffer, sizeof buffer, &length, &info));
+    EACH_BAD(SNAPSHOT, tenure_snapshot *, tenure_snapshot_list(h, "items", NULL, 0, 10, NULL, false, &page));
     EACH_BAD(BATCH, tenure_batch *, tenure_batch_put(h, "items", key, 3, (const uint8_t *)"v", 1, NULL));
     EACH_BAD(BATCH, tenure_batch *, tenure_batch_create(h, "items", key, 3, (const uint8_t *)"v", 1, NULL));
     EACH_BAD(BATCH, tenure_batch *, tenure_batch_replace(h, "items", key, 3, (const uint8_t *)"v", 1, NULL));
@@ -178,6 +196,8 @@ int main(void) {
     EACH_BAD(ITEM, tenure_item *, tenure_item_get_info(h, &info));
     EACH_BAD(ITEM, tenure_item *, tenure_item_value(h, buffer, sizeof buffer, &length));
     EACH_BAD(ITEM, tenure_item *, tenure_item_value_view(h, &view, &length));
+    EACH_BAD(ITEM, tenure_item *, tenure_item_metadata(h, buffer, sizeof buffer, &length));
+    EACH_BAD(ITEM, tenure_item *, tenure_item_content_type(h, buffer, sizeof buffer, &length));
     EACH_BAD(CURSOR, tenure_cursor *, tenure_cursor_next(h, &change, &flag));
     EACH_BAD(CURSOR, tenure_cursor *, tenure_cursor_key(h, buffer, sizeof buffer, &length));
     EACH_BAD(CURSOR, tenure_cursor *, tenure_cursor_value(h, buffer, sizeof buffer, &length));
@@ -225,6 +245,18 @@ int main(void) {
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_list(store, name, NULL, 0, 10, NULL, false, &page));
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_put(batch, name, key, 3, (const uint8_t *)"v", 1, NULL));
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_snapshot_get(snapshot, name, key, 3, NULL, buffer, sizeof buffer, &length, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_snapshot_list(snapshot, name, NULL, 0, 10, NULL, false, &page));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_get_properties(store, name, &container_properties, NULL, 0, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_set_metadata(store, name, &entry, 1, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_properties(store, name, key, 3, NULL, &entry, 1, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_metadata(store, name, key, 3, &entry, 1, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_get_if_newer(store, name, key, 3, 0, buffer, sizeof buffer, &length, NULL, &flag));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_acquire(store, name, 15, NULL, &lease));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_renew(store, name, "3f2504e0-4f89-11d3-9a0c-0305e82c3301", &lease));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_change(store, name, "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c3302", &lease));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_release(store, name, "3f2504e0-4f89-11d3-9a0c-0305e82c3301"));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_break(store, name, 0, &number));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_get_info(store, name, &lease_info));
     }
     for (index = 0; index < 3; index++) {
         size_t bad = bad_key_lengths[index];
@@ -241,6 +273,9 @@ int main(void) {
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_put(batch, "items", key, bad, (const uint8_t *)"v", 1, NULL));
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_delete(batch, "items", key, bad, NULL));
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_snapshot_get(snapshot, "items", key, bad, NULL, buffer, sizeof buffer, &length, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_properties(store, "items", key, bad, NULL, &entry, 1, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_metadata(store, "items", key, bad, &entry, 1, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_get_if_newer(store, "items", key, bad, 0, buffer, sizeof buffer, &length, NULL, &flag));
     }
     /* conditions with a bad string in each field */
     {
@@ -261,6 +296,9 @@ int main(void) {
                 EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_put(store, "items", key, 3, (const uint8_t *)"v", 1, &conditions, NULL));
                 EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_delete(store, "items", key, 3, &conditions));
                 EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_put(batch, "items", key, 3, (const uint8_t *)"v", 1, &conditions));
+                EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_metadata(store, "items", key, 3, &entry, 1, &conditions, NULL));
+                EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_properties(store, "items", key, 3, NULL, &entry, 1, &conditions, NULL));
+                EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_set_metadata(store, "items", &entry, 1, &conditions, NULL));
             }
         }
     }

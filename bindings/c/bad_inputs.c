@@ -41,6 +41,10 @@ int main(void) {
     tenure_lease lease;
     tenure_lease_info lease_info;
     tenure_change change;
+    tenure_container_properties container_properties;
+    tenure_compaction_report report;
+    tenure_metadata_entry entries[3];
+    static char huge_value[9000];
     char etag[TENURE_ETAG_SIZE];
     char handle[TENURE_LOCK_HANDLE_SIZE];
     uint8_t value[64];
@@ -187,6 +191,265 @@ int main(void) {
     INVALID(tenure_put((const tenure_store *)(uintptr_t)0x12345, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
     INVALID(tenure_item_free((tenure_item *)(uintptr_t)0xdeadbeef));
     INVALID(tenure_cursor_next((const tenure_cursor *)(uintptr_t)1, &change, &flag));
+
+    /* ---- item metadata and properties ---- */
+    memset(huge_value, 'v', sizeof huge_value - 1);
+    entries[0].name = "a";
+    entries[0].value = "1";
+    entries[1].name = "a";
+    entries[1].value = "2";
+    entries[2].name = NULL;
+    entries[2].value = "x";
+    INVALID(tenure_set_metadata(NULL, "items", key, 4, entries, 1, NULL, NULL));
+    INVALID(tenure_set_metadata(store, NULL, key, 4, entries, 1, NULL, NULL));
+    INVALID(tenure_set_metadata(store, bad_utf8, key, 4, entries, 1, NULL, NULL));
+    INVALID(tenure_set_metadata(store, "items", NULL, 4, entries, 1, NULL, NULL));
+    INVALID(tenure_set_metadata(store, "items", key, 0, entries, 1, NULL, NULL));
+    INVALID(tenure_set_metadata(store, "items", key, SIZE_MAX, entries, 1, NULL, NULL));
+    INVALID(tenure_set_metadata(store, "items", key, 4, NULL, 1, NULL, NULL));
+    INVALID(tenure_set_metadata(store, "items", key, 4, entries, SIZE_MAX, NULL, NULL));
+    INVALID(tenure_set_metadata(store, "items", key, 4, entries, 8193, NULL, NULL));
+    INVALID(tenure_set_metadata(store, "items", key, 4, entries, 2, NULL, NULL)); /* name twice */
+    INVALID(tenure_set_metadata(store, "items", key, 4, &entries[2], 1, NULL, NULL)); /* NULL name */
+    entries[2].name = "";
+    INVALID(tenure_set_metadata(store, "items", key, 4, &entries[2], 1, NULL, NULL)); /* empty name */
+    entries[2].name = bad_utf8;
+    INVALID(tenure_set_metadata(store, "items", key, 4, &entries[2], 1, NULL, NULL));
+    entries[2].name = "big";
+    entries[2].value = huge_value;
+    INVALID(tenure_set_metadata(store, "items", key, 4, &entries[2], 1, NULL, NULL)); /* > 8 KiB */
+    entries[2].value = bad_utf8;
+    INVALID(tenure_set_metadata(store, "items", key, 4, &entries[2], 1, NULL, NULL));
+    entries[2].value = NULL;
+    INVALID(tenure_set_metadata(store, "items", key, 4, &entries[2], 1, NULL, NULL));
+    conditions_zero(&conditions);
+    conditions.if_match = "";
+    INVALID(tenure_set_metadata(store, "items", key, 4, entries, 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.lease_id = "nope";
+    INVALID(tenure_set_metadata(store, "items", key, 4, entries, 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.has_if_unmodified_since = true;
+    conditions.if_unmodified_since_us = -3;
+    INVALID(tenure_set_metadata(store, "items", key, 4, entries, 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.if_match = "\"0x00000000000000FF\""; /* stale */
+    EXPECT_STATUS(TENURE_ERR_CONDITION_NOT_MET,
+                  tenure_set_metadata(store, "items", key, 4, entries, 1, &conditions, NULL));
+    EXPECT_OK(tenure_last_error_etag(handle, &flag));
+    EXPECT_TRUE(flag && strcmp(handle, etag) == 0);
+    conditions_zero(&conditions);
+    conditions.lease_id = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"; /* no lease on the item */
+    EXPECT_STATUS(TENURE_ERR_LEASE_NOT_PRESENT_WITH_BLOB_OPERATION,
+                  tenure_set_metadata(store, "items", key, 4, entries, 1, &conditions, NULL));
+    BAD(tenure_set_metadata(store, "missing", key, 4, entries, 1, NULL, NULL));
+    BAD(tenure_set_metadata(store, "items", (const uint8_t *)"absent", 6, entries, 1, NULL, NULL));
+    INVALID(tenure_set_properties(NULL, "items", key, 4, "text/plain", entries, 1, NULL, NULL));
+    INVALID(tenure_set_properties(store, "items", key, 0, "text/plain", entries, 1, NULL, NULL));
+    INVALID(tenure_set_properties(store, "items", key, 4, bad_utf8, entries, 1, NULL, NULL));
+    INVALID(tenure_set_properties(store, "items", key, 4, huge_value, entries, 1, NULL, NULL)); /* > 1 KiB */
+    INVALID(tenure_set_properties(store, "items", key, 4, NULL, NULL, 3, NULL, NULL));
+    INVALID(tenure_set_properties(store, "items", key, 4, NULL, entries, 2, NULL, NULL));
+    conditions_zero(&conditions);
+    conditions.has_ttl = true;
+    conditions.ttl_seconds = 0;
+    INVALID(tenure_set_properties(store, "items", key, 4, NULL, entries, 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.has_if_version = true;
+    conditions.if_version = 424242;
+    EXPECT_STATUS(TENURE_ERR_VERSION_MISMATCH,
+                  tenure_set_properties(store, "items", key, 4, NULL, entries, 1, &conditions, NULL));
+    EXPECT_STATUS(TENURE_ERR_VERSION_MISMATCH,
+                  tenure_set_metadata(store, "items", key, 4, entries, 1, &conditions, NULL));
+
+    /* ---- get_if_newer ---- */
+    INVALID(tenure_get_if_newer(NULL, "items", key, 4, 0, value, sizeof value, &length, &info, &flag));
+    INVALID(tenure_get_if_newer(store, NULL, key, 4, 0, value, sizeof value, &length, &info, &flag));
+    INVALID(tenure_get_if_newer(store, bad_utf8, key, 4, 0, value, sizeof value, &length, &info, &flag));
+    INVALID(tenure_get_if_newer(store, "items", NULL, 4, 0, value, sizeof value, &length, &info, &flag));
+    INVALID(tenure_get_if_newer(store, "items", key, 0, 0, value, sizeof value, &length, &info, &flag));
+    INVALID(tenure_get_if_newer(store, "items", key, 1025, 0, value, sizeof value, &length, &info, &flag));
+    INVALID(tenure_get_if_newer(store, "items", key, 4, 0, NULL, 8, &length, &info, &flag));
+    INVALID(tenure_get_if_newer(store, "items", key, 4, 0, value, sizeof value, NULL, &info, &flag));
+    INVALID(tenure_get_if_newer(store, "items", key, 4, 0, value, sizeof value, &length, &info, NULL));
+    BAD(tenure_get_if_newer(store, "missing", key, 4, 0, value, sizeof value, &length, &info, &flag));
+    EXPECT_STATUS(TENURE_ERR_BUFFER_TOO_SMALL,
+                  tenure_get_if_newer(store, "items", key, 4, 0, small, sizeof small, &length, &info, &flag));
+
+    /* ---- container properties, metadata, listing ---- */
+    INVALID(tenure_container_get_properties(NULL, "items", &container_properties, NULL, 0, NULL));
+    INVALID(tenure_container_get_properties(store, NULL, &container_properties, NULL, 0, NULL));
+    INVALID(tenure_container_get_properties(store, bad_utf8, &container_properties, NULL, 0, NULL));
+    INVALID(tenure_container_get_properties(store, "", &container_properties, NULL, 0, NULL));
+    INVALID(tenure_container_get_properties(store, "items", NULL, NULL, 0, NULL));
+    INVALID(tenure_container_get_properties(store, "items", &container_properties, NULL, 4, &length));
+    INVALID(tenure_container_get_properties(store, "items", &container_properties, value, sizeof value, NULL));
+    INVALID(tenure_container_get_properties(store, "items", &container_properties, NULL, 4, NULL));
+    BAD(tenure_container_get_properties(store, "missing", &container_properties, NULL, 0, NULL));
+    INVALID(tenure_container_set_metadata(NULL, "items", entries, 1, NULL, NULL));
+    INVALID(tenure_container_set_metadata(store, NULL, entries, 1, NULL, NULL));
+    INVALID(tenure_container_set_metadata(store, bad_utf8, entries, 1, NULL, NULL));
+    INVALID(tenure_container_set_metadata(store, "items", NULL, 2, NULL, NULL));
+    INVALID(tenure_container_set_metadata(store, "items", entries, SIZE_MAX, NULL, NULL));
+    INVALID(tenure_container_set_metadata(store, "items", entries, 2, NULL, NULL));
+    INVALID(tenure_container_set_metadata(store, "items", &entries[2], 1, NULL, NULL));
+    conditions_zero(&conditions);
+    conditions.lock_handle = "0123456789abcdef0123456789abcdef";
+    INVALID(tenure_container_set_metadata(store, "items", entries, 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.has_ttl = true;
+    conditions.ttl_seconds = 60;
+    INVALID(tenure_container_set_metadata(store, "items", entries, 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.lease_id = bad_utf8;
+    INVALID(tenure_container_set_metadata(store, "items", entries, 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.if_none_match = "*";
+    BAD(tenure_container_set_metadata(store, "items", entries, 1, &conditions, NULL));
+    conditions_zero(&conditions);
+    conditions.lease_id = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"; /* no lease on the container */
+    EXPECT_STATUS(TENURE_ERR_LEASE_NOT_PRESENT_WITH_CONTAINER_OPERATION,
+                  tenure_container_set_metadata(store, "items", entries, 1, &conditions, NULL));
+    BAD(tenure_container_set_metadata(store, "missing", entries, 1, NULL, NULL));
+    INVALID(tenure_list_containers(NULL, value, sizeof value, &length, &count));
+    INVALID(tenure_list_containers(store, NULL, 4, &length, &count));
+    INVALID(tenure_list_containers(store, value, sizeof value, NULL, &count));
+    INVALID(tenure_list_containers(store, value, sizeof value, &length, NULL));
+    EXPECT_STATUS(TENURE_ERR_BUFFER_TOO_SMALL, tenure_list_containers(store, small, sizeof small, &length, &count));
+    EXPECT_TRUE(length == 6);
+
+    /* ---- container leases: out-of-range durations, malformed ids, states ---- */
+    INVALID(tenure_container_lease_acquire(NULL, "items", 15, NULL, &lease));
+    INVALID(tenure_container_lease_acquire(store, NULL, 15, NULL, &lease));
+    INVALID(tenure_container_lease_acquire(store, bad_utf8, 15, NULL, &lease));
+    INVALID(tenure_container_lease_acquire(store, "items", 14, NULL, &lease));
+    INVALID(tenure_container_lease_acquire(store, "items", 61, NULL, &lease));
+    INVALID(tenure_container_lease_acquire(store, "items", 0, NULL, &lease));
+    INVALID(tenure_container_lease_acquire(store, "items", -2, NULL, &lease));
+    INVALID(tenure_container_lease_acquire(store, "items", INT64_MIN, NULL, &lease));
+    INVALID(tenure_container_lease_acquire(store, "items", 15, "not-a-uuid", &lease));
+    INVALID(tenure_container_lease_acquire(store, "items", 15, bad_utf8, &lease));
+    INVALID(tenure_container_lease_acquire(store, "items", 15, NULL, NULL));
+    BAD(tenure_container_lease_acquire(store, "missing", 15, NULL, &lease));
+    INVALID(tenure_container_lease_renew(store, "items", NULL, &lease));
+    INVALID(tenure_container_lease_renew(store, "items", "", &lease));
+    INVALID(tenure_container_lease_renew(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", NULL));
+    EXPECT_STATUS(TENURE_ERR_LEASE_ID_MISMATCH_WITH_LEASE_OPERATION,
+                  tenure_container_lease_renew(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", &lease));
+    INVALID(tenure_container_lease_change(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", NULL, &lease));
+    INVALID(tenure_container_lease_change(store, "items", NULL, "3f2504e0-4f89-11d3-9a0c-0305e82c3301", &lease));
+    INVALID(tenure_container_lease_change(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "zz", &lease));
+    INVALID(tenure_container_lease_change(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c3302", NULL));
+    EXPECT_STATUS(TENURE_ERR_LEASE_NOT_PRESENT_WITH_LEASE_OPERATION,
+                  tenure_container_lease_change(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c3302", &lease));
+    INVALID(tenure_container_lease_release(store, "items", NULL));
+    INVALID(tenure_container_lease_release(store, "items", bad_utf8));
+    EXPECT_STATUS(TENURE_ERR_LEASE_ID_MISMATCH_WITH_LEASE_OPERATION,
+                  tenure_container_lease_release(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301"));
+    INVALID(tenure_container_lease_break(store, "items", 61, &number));
+    INVALID(tenure_container_lease_break(store, "items", -2, &number));
+    INVALID(tenure_container_lease_break(store, "items", INT64_MAX, &number));
+    INVALID(tenure_container_lease_break(store, "items", 0, NULL));
+    EXPECT_STATUS(TENURE_ERR_LEASE_NOT_PRESENT_WITH_LEASE_OPERATION,
+                  tenure_container_lease_break(store, "items", 0, &number));
+    INVALID(tenure_container_lease_get_info(store, "items", NULL));
+    INVALID(tenure_container_lease_get_info(store, "", &lease_info));
+    BAD(tenure_container_lease_get_info(store, "missing", &lease_info));
+    EXPECT_OK(tenure_container_lease_get_info(store, "items", &lease_info));
+    EXPECT_TRUE(lease_info.state == TENURE_LEASE_AVAILABLE);
+
+    /* ---- compaction, waiting, snapshot listing ---- */
+    INVALID(tenure_store_compact(NULL, &report));
+    INVALID(tenure_store_compact(store, NULL));
+    INVALID(tenure_store_wait_for_changes(NULL, 0, 0, &flag));
+    INVALID(tenure_store_wait_for_changes(store, 0, 0, NULL));
+    INVALID(tenure_store_wait_for_changes(store, 0, 86400001, &flag));
+    INVALID(tenure_store_wait_for_changes(store, 0, UINT64_MAX, &flag));
+    INVALID(tenure_snapshot_list(snapshot, "items", NULL, 0, 0, NULL, false, &page));
+    INVALID(tenure_snapshot_list(snapshot, "items", NULL, 5, 10, NULL, false, &page));
+    INVALID(tenure_snapshot_list(snapshot, "items", key, 2000, 10, NULL, false, &page));
+    INVALID(tenure_snapshot_list(snapshot, NULL, NULL, 0, 10, NULL, false, &page));
+    INVALID(tenure_snapshot_list(snapshot, "items", NULL, 0, 10, bad_utf8, false, &page));
+    INVALID(tenure_snapshot_list(snapshot, "items", NULL, 0, 10, NULL, false, NULL));
+    BAD(tenure_snapshot_list(snapshot, "items", NULL, 0, 10, "garbage-continuation", false, &page));
+    BAD(tenure_snapshot_list(snapshot, "missing", NULL, 0, 10, NULL, false, &page));
+    EXPECT_OK(tenure_snapshot_list(snapshot, "items", NULL, 0, 10, NULL, true, &page));
+    EXPECT_OK(tenure_page_count(page, &count));
+    EXPECT_TRUE(count == 1);
+    EXPECT_OK(tenure_page_free(page));
+
+    /* ---- item handle: metadata and content type ---- */
+    EXPECT_OK(tenure_get_item(store, "items", key, 4, NULL, &item));
+    INVALID(tenure_item_metadata(item, NULL, 3, &length));
+    INVALID(tenure_item_metadata(item, value, sizeof value, NULL));
+    INVALID(tenure_item_content_type(item, NULL, 3, &length));
+    INVALID(tenure_item_content_type(item, value, sizeof value, NULL));
+    EXPECT_OK(tenure_item_free(item));
+    INVALID(tenure_item_metadata(item, value, sizeof value, &length));
+    INVALID(tenure_item_content_type(item, value, sizeof value, &length));
+
+    /* ---- more of each kind for the new exports: malformed lease ids, periods, timeouts, out
+     * pointers and capacities ---- */
+    {
+        static const char too_long_id[] = "3f2504e0-4f89-11d3-9a0c-0305e82c3301-0305e82c3301";
+        const char *bad_ids[8];
+        const int64_t bad_periods[6] = {61, 62, -2, -100, INT64_MAX, INT64_MIN};
+        const uint64_t bad_timeouts[4] = {86400001, (uint64_t)1 << 40, UINT64_MAX - 1, UINT64_MAX};
+        const size_t bad_capacities[4] = {1, 7, 4096, SIZE_MAX};
+        int index;
+        bad_ids[0] = NULL;
+        bad_ids[1] = bad_utf8;
+        bad_ids[2] = "";
+        bad_ids[3] = "not-a-uuid";
+        bad_ids[4] = "3f2504e0";
+        bad_ids[5] = too_long_id;
+        bad_ids[6] = "zz2504e0-4f89-11d3-9a0c-0305e82c3301";
+        bad_ids[7] = "3f2504e0-4f89-11d3-9a0c-0305e82c330";
+        for (index = 0; index < 8; index++) {
+            INVALID(tenure_container_lease_renew(store, "items", bad_ids[index], &lease));
+            INVALID(tenure_container_lease_change(store, "items", bad_ids[index], "3f2504e0-4f89-11d3-9a0c-0305e82c3302", &lease));
+            INVALID(tenure_container_lease_change(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", bad_ids[index], &lease));
+            INVALID(tenure_container_lease_release(store, "items", bad_ids[index]));
+            if (bad_ids[index] != NULL) {
+                INVALID(tenure_container_lease_acquire(store, "items", -1, bad_ids[index], &lease));
+            }
+        }
+        for (index = 0; index < 6; index++) {
+            INVALID(tenure_container_lease_break(store, "items", bad_periods[index], &number));
+        }
+        for (index = 0; index < 4; index++) {
+            INVALID(tenure_store_wait_for_changes(store, 0, bad_timeouts[index], &flag));
+            INVALID(tenure_store_wait_for_changes(store, UINT64_MAX, bad_timeouts[index], &flag));
+            INVALID(tenure_list_containers(store, NULL, bad_capacities[index], &length, &count));
+            INVALID(tenure_container_get_properties(store, "items", &container_properties, NULL, bad_capacities[index], &length));
+            INVALID(tenure_container_get_properties(store, "items", &container_properties, NULL, bad_capacities[index], NULL));
+        }
+        INVALID(tenure_list_containers(store, NULL, 0, NULL, NULL));
+        INVALID(tenure_list_containers(store, NULL, 0, &length, NULL));
+        INVALID(tenure_list_containers(store, NULL, 0, NULL, &count));
+        INVALID(tenure_container_lease_get_info(store, bad_utf8, &lease_info));
+        INVALID(tenure_container_lease_get_info(store, NULL, &lease_info));
+        INVALID(tenure_container_lease_get_info(store, NULL, NULL));
+        INVALID(tenure_container_lease_renew(store, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", NULL));
+        INVALID(tenure_container_lease_renew(store, NULL, "3f2504e0-4f89-11d3-9a0c-0305e82c3301", &lease));
+        INVALID(tenure_container_lease_release(store, NULL, "3f2504e0-4f89-11d3-9a0c-0305e82c3301"));
+        INVALID(tenure_container_lease_break(store, NULL, 0, &number));
+        INVALID(tenure_container_lease_break(store, bad_utf8, 0, &number));
+        INVALID(tenure_store_compact(store, NULL));
+        INVALID(tenure_store_compact((const tenure_store *)snapshot, &report));
+        INVALID(tenure_store_compact((const tenure_store *)(uintptr_t)0x12345, &report));
+        INVALID(tenure_store_wait_for_changes((const tenure_store *)snapshot, 0, 0, &flag));
+        EXPECT_OK(tenure_get_item(store, "items", key, 4, NULL, &item));
+        for (index = 0; index < 4; index++) {
+            INVALID(tenure_item_metadata(item, NULL, bad_capacities[index], &length));
+            INVALID(tenure_item_content_type(item, NULL, bad_capacities[index], &length));
+            INVALID(tenure_item_metadata(item, NULL, bad_capacities[index], NULL));
+            INVALID(tenure_item_content_type(item, NULL, bad_capacities[index], NULL));
+        }
+        INVALID(tenure_item_metadata(item, NULL, 0, NULL));
+        INVALID(tenure_item_content_type(item, NULL, 0, NULL));
+        EXPECT_OK(tenure_item_free(item));
+    }
 
     /* ---- batches ---- */
     INVALID(tenure_batch_new(store, NULL));

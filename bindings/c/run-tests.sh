@@ -16,7 +16,7 @@ lib="$target/release"
 test -f "$lib/libtenure_ffi.so" && test -f "$lib/libtenure_ffi.a"
 
 cflags=(-std=c11 -Wall -Wextra -Werror -pedantic -g -I"$root/include" -I"$here")
-programs=(scenarios bad_inputs bad_handles)
+programs=(scenarios containers_metadata bad_inputs bad_handles)
 for program in "${programs[@]}"; do
     gcc "${cflags[@]}" "$here/$program.c" -o "$out/$program-shared" \
         -L"$lib" -ltenure_ffi -Wl,-rpath,"$lib" -lpthread

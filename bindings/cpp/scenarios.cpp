@@ -5,6 +5,8 @@
 #include "tenure.h"
 
 #include <atomic>
+#include <cstdint>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -115,6 +117,75 @@ int main() {
             EXPECT(failure.batch_index() && *failure.batch_index() == 1);
         }
         EXPECT(status_of([&] { store.get("items", "b1"); }) == TENURE_ERR_NOT_FOUND);
+
+        // A container lease: delete without its id -> LeaseIdMissing; with it -> deleted.
+        store.create_container("leased");
+        tenure::lease held = store.acquire_container_lease("leased", 15);
+        EXPECT(store.container_lease_info("leased").state == TENURE_LEASE_LEASED);
+        EXPECT(store.container_lease_info("leased").id == held.id);
+        EXPECT(status_of([&] { store.delete_container("leased"); }) == TENURE_ERR_LEASE_ID_MISSING);
+        tenure::lease renewed = store.renew_container_lease("leased", held.id);
+        EXPECT(renewed.fence == held.fence);
+        tenure::lease changed =
+            store.change_container_lease("leased", held.id, "3f2504e0-4f89-11d3-9a0c-0305e82c3301");
+        EXPECT(changed.id == "3f2504e0-4f89-11d3-9a0c-0305e82c3301");
+        EXPECT(status_of([&] {
+                   store.delete_container("leased", tenure::conditions().lease_id(held.id));
+               }) == TENURE_ERR_LEASE_ID_MISMATCH_WITH_CONTAINER_OPERATION);
+        EXPECT(store.break_container_lease("leased", 0) == 0);
+        store.release_container_lease("leased", changed.id);
+        held = store.acquire_container_lease("leased", -1);
+        store.delete_container("leased", tenure::conditions().lease_id(held.id));
+        EXPECT(status_of([&] { store.container_lease_info("leased"); }) ==
+               TENURE_ERR_CONTAINER_NOT_FOUND);
+
+        // Container properties and metadata; the container list.
+        std::string container_etag = store.container_properties("items").etag;
+        std::string new_container_etag = store.set_container_metadata(
+            "items", {{"owner", "ops"}, {"tier", "gold"}}, tenure::conditions().if_match(container_etag));
+        tenure::container_properties properties = store.container_properties("items");
+        EXPECT(properties.etag == new_container_etag && !properties.default_ttl_seconds);
+        EXPECT(properties.metadata == tenure::metadata({{"owner", "ops"}, {"tier", "gold"}}));
+        EXPECT(store.list_containers() == std::vector<std::string>({"items"}));
+
+        // set_metadata with a stale ETag: precondition failure carrying the current ETag.
+        std::string stale = store.put("items", "doc", "body");
+        std::string fresh = store.set_properties("items", "doc", std::string("text/plain"), {{"a", "1"}});
+        try {
+            store.set_metadata("items", "doc", {{"a", "2"}}, tenure::conditions().if_match(stale));
+            EXPECT(false);
+        } catch (const tenure::error &failure) {
+            EXPECT(failure.status() == TENURE_ERR_CONDITION_NOT_MET);
+            EXPECT(failure.current_etag() && *failure.current_etag() == fresh);
+        }
+        std::string newest =
+            store.set_metadata("items", "doc", {{"a", "2"}}, tenure::conditions().if_match(fresh));
+        EXPECT(newest != fresh && store.get("items", "doc").value == "body");
+
+        // get_if_newer: nothing when current, the item when it changed.
+        tenure::item doc = store.get("items", "doc");
+        EXPECT(!store.get_if_newer("items", "doc", doc.version));
+        store.put("items", "doc", "body, edited");
+        std::optional<tenure::item> newer = store.get_if_newer("items", "doc", doc.version);
+        EXPECT(newer && newer->value == "body, edited");
+
+        // Paging through a snapshot; waiting for changes; compaction.
+        auto pinned = store.snapshot();
+        store.put("items", "after-snapshot", "x");
+        size_t listed = 0;
+        std::optional<std::string> token;
+        do {
+            tenure::page page = pinned.list("items", "", 2, token);
+            listed += page.items.size();
+            token = page.continuation;
+        } while (token);
+        EXPECT(listed + 1 == store.list("items", "", 1000).items.size());
+        std::uint64_t version = store.version();
+        EXPECT(!store.wait_for_changes(version, 5));
+        store.put("items", "wake", "x");
+        EXPECT(store.wait_for_changes(version, 1000));
+        tenure_compaction_report report = store.compact();
+        EXPECT(report.segments_removed == 0 || report.bytes_removed > 0);
         store.close();
     }
     std::string command = std::string("rm -rf '") + path + "'";

@@ -12,6 +12,33 @@ use tenure::{Batch, Change, Item, Page, Snapshot, Store, Version};
 
 use crate::util::{invalid, Fail};
 
+// The opaque C handle types: their values are registry ids, never pointers to these types.
+
+/// An open store.
+pub struct tenure_store {
+    _private: [u8; 0],
+}
+/// A repeatable read view of a store.
+pub struct tenure_snapshot {
+    _private: [u8; 0],
+}
+/// A batch under construction.
+pub struct tenure_batch {
+    _private: [u8; 0],
+}
+/// One page of a listing.
+pub struct tenure_page {
+    _private: [u8; 0],
+}
+/// An item read by `tenure_get_item` or `tenure_get_and_lock`.
+pub struct tenure_item {
+    _private: [u8; 0],
+}
+/// A change-feed cursor.
+pub struct tenure_cursor {
+    _private: [u8; 0],
+}
+
 pub(crate) struct SnapshotObject {
     // Field order matters: the snapshot (borrowing the store) drops before the store.
     pub(crate) snapshot: Snapshot<'static>,
@@ -34,8 +61,9 @@ pub(crate) struct CursorObject {
 }
 
 pub(crate) enum Object {
-    /// `None` once closed.
-    Store(Mutex<Option<Arc<Store>>>),
+    /// `None` once closed. Closing replaces the slot's object (under the registry's write
+    /// lock), so a lookup under the read lock clones the store without a lock of its own.
+    Store(Option<Arc<Store>>),
     Snapshot(SnapshotObject),
     Batch(Mutex<BatchObject>),
     Page(Page),
@@ -128,12 +156,14 @@ pub(crate) fn register(object: Object) -> Result<usize, Fail> {
     Ok(encode(index, slot.generation))
 }
 
-/// The live object behind `value`, checked to be of `kind`.
-pub(crate) fn lookup(
+/// The live object of `kind` behind `value`, found under the registry's read lock; `read` sees
+/// it there (it must not block: a register or free waits for the lock).
+fn with_live<T>(
     argument: &'static str,
     value: usize,
     kind: &'static str,
-) -> Result<Arc<Object>, Fail> {
+    read: impl FnOnce(&Arc<Object>) -> T,
+) -> Result<T, Fail> {
     if value == 0 {
         return Err(invalid(argument, "is NULL"));
     }
@@ -145,21 +175,77 @@ pub(crate) fn lookup(
                 .get(index)
                 .filter(|slot| slot.generation == generation)
         })
-        .and_then(|slot| slot.object.clone())
+        .and_then(|slot| slot.object.as_ref())
         .ok_or_else(|| {
             invalid(
                 argument,
                 "is not a live handle (freed, or never returned by tenure)",
             )
         })?;
-    drop(registry);
     if object.kind() != kind {
-        return Err(invalid(
-            argument,
-            format!("is a {} handle, not a {kind} handle", object.kind()),
-        ));
+        return Err(wrong_kind(argument, object.kind(), kind));
     }
-    Ok(object)
+    Ok(read(object))
+}
+
+#[cold]
+fn wrong_kind(argument: &'static str, actual: &str, kind: &'static str) -> Fail {
+    invalid(
+        argument,
+        format!("is a {actual} handle, not a {kind} handle"),
+    )
+}
+
+/// The live object behind `value`, checked to be of `kind`.
+pub(crate) fn lookup(
+    argument: &'static str,
+    value: usize,
+    kind: &'static str,
+) -> Result<Arc<Object>, Fail> {
+    with_live(argument, value, kind, Arc::clone)
+}
+
+/// The engine behind a store handle: one read lock and one reference count, the cost every
+/// store call pays.
+pub(crate) fn store(argument: &'static str, value: usize) -> Result<Arc<Store>, Fail> {
+    with_live(argument, value, "store", |object| match &**object {
+        Object::Store(store) => store.clone(),
+        _ => None,
+    })?
+    .ok_or_else(|| invalid(argument, "was closed"))
+}
+
+/// Closes a store handle: its slot gets a closed store object, and the engine it held is
+/// returned (the handle stays live until freed).
+pub(crate) fn close_store(argument: &'static str, value: usize) -> Result<Arc<Store>, Fail> {
+    if value == 0 {
+        return Err(invalid(argument, "is NULL"));
+    }
+    let (index, generation) =
+        decode(value).ok_or_else(|| invalid(argument, "is not a live handle"))?;
+    let mut registry = registry();
+    let slot = registry
+        .slots
+        .get_mut(index)
+        .filter(|slot| slot.generation == generation)
+        .and_then(|slot| slot.object.as_mut())
+        .ok_or_else(|| {
+            invalid(
+                argument,
+                "is not a live handle (freed, or never returned by tenure)",
+            )
+        })?;
+    let store = match &**slot {
+        Object::Store(Some(store)) => Arc::clone(store),
+        Object::Store(None) => return Err(invalid(argument, "was closed")),
+        other => return Err(wrong_kind(argument, other.kind(), "store")),
+    };
+    let open = std::mem::replace(slot, Arc::new(Object::Store(None)));
+    drop(registry);
+    // Only this clone is left once the replaced object is dropped (no lookup clones a store's
+    // object; a call in flight holds its own reference to the engine, as a snapshot does).
+    drop(open);
+    Ok(store)
 }
 
 /// Frees the handle: its slot empties and its generation moves on. NULL is fine.

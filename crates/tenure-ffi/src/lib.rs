@@ -4,16 +4,48 @@
 //! Every export: catches panics (`TENURE_ERR_PANIC`), NULL-checks every pointer, validates every
 //! handle through the registry (`handles.rs`), writes out-parameters only on success, and
 //! records the failure's message for `tenure_last_error_message` on the calling thread.
+//!
+//! One module per area: `boundary` (version, statuses, last error), `store`, `containers`,
+//! `conditions`, `items` (writes), `reads`, `listing`, `snapshot`, `batch`, `leases`, `locks`,
+//! `feed`.
 
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 // C functions take many arguments: the ABI has no keyword arguments or builders.
 #![allow(clippy::too_many_arguments)]
 
-mod api;
+mod batch;
+mod boundary;
+mod conditions;
+mod containers;
+mod feed;
 mod handles;
+mod items;
+mod leases;
+mod listing;
+mod locks;
+mod metadata;
+mod prelude;
+mod reads;
+mod snapshot;
 mod status;
+mod store;
 mod util;
 
-pub use api::*;
+pub use batch::*;
+pub use boundary::*;
+pub use conditions::*;
+pub use containers::*;
+pub use feed::*;
+pub use handles::{
+    tenure_batch, tenure_cursor, tenure_item, tenure_page, tenure_snapshot, tenure_store,
+};
+pub use items::*;
+pub use leases::*;
+pub use listing::*;
+pub use locks::*;
+pub use metadata::*;
+pub use reads::*;
+pub use snapshot::*;
 pub use status::*;
+pub use store::*;

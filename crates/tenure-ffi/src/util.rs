@@ -9,8 +9,12 @@ use tenure::{ETag, Error, Limits};
 
 use crate::status::*;
 
-/// A failure on its way to C: the status, the message, and what the last-error API reports.
-pub(crate) struct Fail {
+/// A failure on its way to C. Boxed, so a `Result` of the boundary helpers stays two or three
+/// words and the success path moves no failure-sized values around.
+pub(crate) struct Fail(Box<Failure>);
+
+/// The status, the message, and what the last-error API reports.
+pub(crate) struct Failure {
     pub(crate) status: tenure_status,
     pub(crate) message: String,
     pub(crate) current_etag: Option<ETag>,
@@ -18,29 +22,32 @@ pub(crate) struct Fail {
 }
 
 impl From<Error> for Fail {
+    #[cold]
     fn from(error: Error) -> Fail {
         let batch_index = match &error {
             Error::BatchFailed { index, .. } => Some(*index),
             _ => None,
         };
-        Fail {
+        Fail(Box::new(Failure {
             status: status_of(error.code()),
             message: error.to_string(),
             current_etag: error.current_etag(),
             batch_index,
-        }
+        }))
     }
 }
 
+#[cold]
 pub(crate) fn fail(status: tenure_status, message: impl Into<String>) -> Fail {
-    Fail {
+    Fail(Box::new(Failure {
         status,
         message: message.into(),
         current_etag: None,
         batch_index: None,
-    }
+    }))
 }
 
+#[cold]
 pub(crate) fn invalid(argument: &str, reason: impl std::fmt::Display) -> Fail {
     fail(
         TENURE_ERR_INVALID_ARGUMENT,
@@ -59,44 +66,76 @@ thread_local! {
     pub(crate) static LAST_ERROR: RefCell<LastError> = RefCell::new(LastError::default());
 }
 
-/// Runs `body` behind the panic boundary; records a failure for the last-error API.
+/// Runs `body` behind the panic boundary; records a failure for the last-error API. The
+/// success path is a check of the result; recording a failure is out of line.
+#[inline]
 pub(crate) fn guard(body: impl FnOnce() -> Result<(), Fail>) -> tenure_status {
-    let outcome = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|panic| {
-        let text = panic
-            .downcast_ref::<&str>()
-            .map(|text| text.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        Err(fail(
-            TENURE_ERR_PANIC,
-            format!("Panic: tenure panicked: {text}"),
-        ))
-    });
-    match outcome {
-        Ok(()) => TENURE_OK,
-        Err(failure) => {
-            let status = failure.status;
-            let _ = LAST_ERROR.try_with(|last| {
-                if let Ok(mut last) = last.try_borrow_mut() {
-                    *last = LastError {
-                        message: failure.message,
-                        current_etag: failure.current_etag,
-                        batch_index: failure.batch_index,
-                    };
-                }
-            });
-            status
-        }
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => TENURE_OK,
+        Ok(Err(failure)) => record(failure),
+        Err(panic) => record(panicked(panic)),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn panicked(panic: Box<dyn std::any::Any + Send>) -> Fail {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|text| text.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    fail(TENURE_ERR_PANIC, format!("Panic: tenure panicked: {text}"))
+}
+
+/// Keeps the failure for this thread's last-error API; returns its status.
+#[cold]
+#[inline(never)]
+fn record(Fail(failure): Fail) -> tenure_status {
+    let Failure {
+        status,
+        message,
+        current_etag,
+        batch_index,
+    } = *failure;
+    let _ = LAST_ERROR.try_with(|last| {
+        if let Ok(mut last) = last.try_borrow_mut() {
+            *last = LastError {
+                message,
+                current_etag,
+                batch_index,
+            };
+        }
+    });
+    status
 }
 
 /// A required NUL-terminated UTF-8 string.
 ///
 /// # Safety
 /// `pointer` is NULL or points to a NUL-terminated string.
+#[inline]
 pub(crate) unsafe fn text<'a>(argument: &str, pointer: *const c_char) -> Result<&'a str, Fail> {
     if pointer.is_null() {
         return Err(invalid(argument, "is NULL"));
+    }
+    // Names are short and mostly ASCII: one pass finds the NUL and checks every byte below it
+    // is ASCII (so valid UTF-8). Anything longer or non-ASCII takes the general path below.
+    const SHORT: usize = 64;
+    let start = pointer.cast::<u8>();
+    for length in 0..SHORT {
+        // SAFETY: every byte up to and including the terminating NUL is readable, and the loop
+        // stops at the NUL.
+        let byte = unsafe { *start.add(length) };
+        if byte == 0 {
+            // SAFETY: `length` readable bytes, each checked to be ASCII.
+            return Ok(unsafe {
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(start, length))
+            });
+        }
+        if !byte.is_ascii() {
+            break;
+        }
     }
     // SAFETY: the caller passes a NUL-terminated string (the documented contract).
     let bytes = unsafe { CStr::from_ptr(pointer) };
@@ -125,6 +164,7 @@ pub(crate) unsafe fn optional_text<'a>(
 ///
 /// # Safety
 /// `pointer` points to `length` readable bytes when `length` is within the limit.
+#[inline]
 pub(crate) unsafe fn key<'a>(pointer: *const u8, length: usize) -> Result<&'a [u8], Fail> {
     if pointer.is_null() {
         return Err(invalid("key", "is NULL"));
@@ -233,5 +273,27 @@ pub(crate) fn fill(target: &mut [c_char], text: &str) {
     target.iter_mut().for_each(|byte| *byte = 0);
     for (slot, byte) in target.iter_mut().zip(text.bytes()) {
         *slot = byte as c_char;
+    }
+}
+
+/// Writes an ETag's text into a caller array.
+///
+/// # Safety
+/// `target` holds crate::boundary::TENURE_ETAG_SIZE bytes.
+pub(crate) unsafe fn write_etag(etag: ETag, target: *mut c_char) {
+    // SAFETY: the caller's contract.
+    let slice =
+        unsafe { std::slice::from_raw_parts_mut(target, crate::boundary::TENURE_ETAG_SIZE) };
+    fill(slice, &etag.to_text());
+}
+
+/// Writes the ETag for a caller that asked for it (`target` NULL = not wanted).
+///
+/// # Safety
+/// `target` is NULL or holds crate::boundary::TENURE_ETAG_SIZE bytes.
+pub(crate) unsafe fn optional_etag_out(etag: ETag, target: *mut c_char) {
+    if !target.is_null() {
+        // SAFETY: non-NULL; the caller's contract.
+        unsafe { write_etag(etag, target) };
     }
 }

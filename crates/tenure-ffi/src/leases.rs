@@ -1,0 +1,526 @@
+//! Leases (SPEC §4, §5): the same six actions on an item's lease and on a container's. Each
+//! action is written once, over a [`Target`]; the item and container exports differ only in how
+//! they name the target.
+
+use tenure::{Lease, LeaseInfo};
+
+use crate::prelude::*;
+
+/// A granted lease.
+#[repr(C)]
+pub struct tenure_lease {
+    /// NUL-terminated UUID text.
+    pub id: [c_char; TENURE_LEASE_ID_SIZE],
+    /// The fencing token: strictly increasing per item (or container) across grants.
+    pub fence: u64,
+}
+
+pub const TENURE_LEASE_AVAILABLE: u32 = 0;
+pub const TENURE_LEASE_LEASED: u32 = 1;
+pub const TENURE_LEASE_EXPIRED: u32 = 2;
+pub const TENURE_LEASE_BREAKING: u32 = 3;
+pub const TENURE_LEASE_BROKEN: u32 = 4;
+
+/// What tenure_lease_get_info and tenure_container_lease_get_info report.
+#[repr(C)]
+pub struct tenure_lease_info {
+    /// One of TENURE_LEASE_*.
+    pub state: u32,
+    pub has_id: bool,
+    pub id: [c_char; TENURE_LEASE_ID_SIZE],
+    pub has_fence: bool,
+    pub fence: u64,
+    /// Time until the lease or break ends by itself (absent: nothing runs out).
+    pub has_remaining: bool,
+    pub remaining_ms: u64,
+}
+
+/// The lease a call acts on.
+enum Target<'a> {
+    Item {
+        store: Arc<Store>,
+        container: &'a str,
+        key: &'a [u8],
+    },
+    Container {
+        store: Arc<Store>,
+        name: &'a str,
+    },
+}
+
+/// # Safety
+/// The usual argument contracts.
+unsafe fn item<'a>(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+) -> Result<Target<'a>, Fail> {
+    // SAFETY: the caller's contract.
+    let (store, container, key) = unsafe { item_target(store, container, key, key_length) }?;
+    Ok(Target::Item {
+        store,
+        container,
+        key,
+    })
+}
+
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+unsafe fn container<'a>(
+    store: *const tenure_store,
+    name: *const c_char,
+) -> Result<Target<'a>, Fail> {
+    let store = store_of("store", store)?;
+    // SAFETY: the caller's contract.
+    let name = unsafe { text("name", name) }?;
+    Ok(Target::Container { store, name })
+}
+
+impl Target<'_> {
+    fn acquire(&self, request: &LeaseRequest) -> tenure::Result<Lease> {
+        match self {
+            Target::Item {
+                store,
+                container,
+                key,
+            } => store.acquire_lease(container, key, request),
+            Target::Container { store, name } => store.acquire_container_lease(name, request),
+        }
+    }
+
+    fn renew(&self, id: LeaseId) -> tenure::Result<Lease> {
+        match self {
+            Target::Item {
+                store,
+                container,
+                key,
+            } => store.renew_lease(container, key, id),
+            Target::Container { store, name } => store.renew_container_lease(name, id),
+        }
+    }
+
+    fn change(&self, id: LeaseId, proposed: LeaseId) -> tenure::Result<Lease> {
+        match self {
+            Target::Item {
+                store,
+                container,
+                key,
+            } => store.change_lease(container, key, id, proposed),
+            Target::Container { store, name } => store.change_container_lease(name, id, proposed),
+        }
+    }
+
+    fn release(&self, id: LeaseId) -> tenure::Result<()> {
+        match self {
+            Target::Item {
+                store,
+                container,
+                key,
+            } => store.release_lease(container, key, id),
+            Target::Container { store, name } => store.release_container_lease(name, id),
+        }
+    }
+
+    fn break_lease(&self, period: Option<u32>) -> tenure::Result<Duration> {
+        match self {
+            Target::Item {
+                store,
+                container,
+                key,
+            } => store.break_lease(container, key, period),
+            Target::Container { store, name } => store.break_container_lease(name, period),
+        }
+    }
+
+    fn info(&self) -> tenure::Result<LeaseInfo> {
+        match self {
+            Target::Item {
+                store,
+                container,
+                key,
+            } => store.lease_info(container, key),
+            Target::Container { store, name } => store.container_lease_info(name),
+        }
+    }
+}
+
+fn lease_out(lease: Lease, target: *mut tenure_lease) {
+    let mut value = tenure_lease {
+        id: [0; TENURE_LEASE_ID_SIZE],
+        fence: lease.fence,
+    };
+    fill(&mut value.id, &lease.id.to_string());
+    // SAFETY: callers check `target` non-NULL first.
+    unsafe { *target = value };
+}
+
+/// A required lease id argument.
+///
+/// # Safety
+/// `pointer` is NULL or NUL-terminated.
+unsafe fn lease_id(argument: &'static str, pointer: *const c_char) -> Result<LeaseId, Fail> {
+    // SAFETY: the caller's contract.
+    Ok(LeaseId::parse(argument, unsafe {
+        text(argument, pointer)
+    }?)?)
+}
+
+/// # Safety
+/// `proposed_id` is NULL or NUL-terminated.
+unsafe fn lease_request(
+    duration_seconds: i64,
+    proposed_id: *const c_char,
+) -> Result<LeaseRequest, Fail> {
+    // SAFETY: the caller's contract.
+    let proposed = unsafe { optional_text("proposed_id", proposed_id) }?;
+    Ok(LeaseRequest {
+        duration: LeaseDuration::from_seconds(duration_seconds)?,
+        proposed_id: proposed
+            .map(|text| LeaseId::parse("proposed_id", text))
+            .transpose()?,
+        holder: None,
+    })
+}
+
+/// # Safety
+/// As documented on tenure_lease_acquire.
+unsafe fn acquire(
+    target: Target<'_>,
+    duration_seconds: i64,
+    proposed_id: *const c_char,
+    lease_out_: *mut tenure_lease,
+) -> Result<(), Fail> {
+    // SAFETY: the caller's contract.
+    let request = unsafe { lease_request(duration_seconds, proposed_id) }?;
+    out("lease_out", lease_out_)?;
+    lease_out(target.acquire(&request)?, lease_out_);
+    Ok(())
+}
+
+/// # Safety
+/// As documented on tenure_lease_renew.
+unsafe fn renew(
+    target: Target<'_>,
+    id: *const c_char,
+    lease_out_: *mut tenure_lease,
+) -> Result<(), Fail> {
+    // SAFETY: the caller's contract.
+    let id = unsafe { lease_id("lease_id", id) }?;
+    out("lease_out", lease_out_)?;
+    lease_out(target.renew(id)?, lease_out_);
+    Ok(())
+}
+
+/// # Safety
+/// As documented on tenure_lease_change.
+unsafe fn change(
+    target: Target<'_>,
+    id: *const c_char,
+    proposed_id: *const c_char,
+    lease_out_: *mut tenure_lease,
+) -> Result<(), Fail> {
+    // SAFETY: the caller's contract.
+    let (id, proposed) = unsafe {
+        (
+            lease_id("lease_id", id)?,
+            lease_id("proposed_id", proposed_id)?,
+        )
+    };
+    out("lease_out", lease_out_)?;
+    lease_out(target.change(id, proposed)?, lease_out_);
+    Ok(())
+}
+
+/// # Safety
+/// As documented on tenure_lease_release.
+unsafe fn release(target: Target<'_>, id: *const c_char) -> Result<(), Fail> {
+    // SAFETY: the caller's contract.
+    let id = unsafe { lease_id("lease_id", id) }?;
+    target.release(id)?;
+    Ok(())
+}
+
+fn break_lease(
+    target: Target<'_>,
+    break_period_seconds: i64,
+    time_left_ms_out: *mut u64,
+) -> Result<(), Fail> {
+    out("time_left_ms_out", time_left_ms_out)?;
+    let period = if break_period_seconds == -1 {
+        None
+    } else {
+        Some(
+            u32::try_from(break_period_seconds)
+                .ok()
+                .filter(|seconds| *seconds <= 60)
+                .ok_or_else(|| {
+                    invalid(
+                        "break_period_seconds",
+                        "must be 0..=60, or -1 for the default",
+                    )
+                })?,
+        )
+    };
+    let left = target.break_lease(period)?;
+    // SAFETY: checked non-NULL.
+    unsafe { *time_left_ms_out = u64::try_from(left.as_millis()).unwrap_or(u64::MAX) };
+    Ok(())
+}
+
+fn info(target: Target<'_>, info_out: *mut tenure_lease_info) -> Result<(), Fail> {
+    out("info_out", info_out)?;
+    let info = target.info()?;
+    let mut value = tenure_lease_info {
+        state: match info.state {
+            LeaseState::Available => TENURE_LEASE_AVAILABLE,
+            LeaseState::Leased => TENURE_LEASE_LEASED,
+            LeaseState::Expired => TENURE_LEASE_EXPIRED,
+            LeaseState::Breaking => TENURE_LEASE_BREAKING,
+            LeaseState::Broken => TENURE_LEASE_BROKEN,
+        },
+        has_id: info.id.is_some(),
+        id: [0; TENURE_LEASE_ID_SIZE],
+        has_fence: info.fence.is_some(),
+        fence: info.fence.unwrap_or(0),
+        has_remaining: info.remaining_micros.is_some(),
+        remaining_ms: info.remaining_micros.unwrap_or(0) / 1000,
+    };
+    if let Some(id) = info.id {
+        fill(&mut value.id, &id.to_string());
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { *info_out = value };
+    Ok(())
+}
+
+// ----- item leases -----
+
+/// Acquires the item's lease: `duration_seconds` 15..=60 or -1 (infinite); `proposed_id`
+/// (NULL = generated) a UUID. Never waits.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_acquire(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    duration_seconds: i64,
+    proposed_id: *const c_char,
+    lease_out: *mut tenure_lease,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe {
+        acquire(
+            item(store, container, key, key_length)?,
+            duration_seconds,
+            proposed_id,
+            lease_out,
+        )
+    })
+}
+
+/// As tenure_lease_acquire, waiting up to `timeout_ms` (at most 24 h) for the lease to be free.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_acquire_wait(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    duration_seconds: i64,
+    proposed_id: *const c_char,
+    timeout_ms: u64,
+    lease_out_: *mut tenure_lease,
+) -> tenure_status {
+    guard(|| {
+        // SAFETY: the documented argument contracts.
+        let (store, container, key) = unsafe { item_target(store, container, key, key_length) }?;
+        // SAFETY: NULL or NUL-terminated.
+        let request = unsafe { lease_request(duration_seconds, proposed_id) }?;
+        out("lease_out", lease_out_)?;
+        let lease = store.acquire_lease_wait(
+            container,
+            key,
+            &request,
+            Duration::from_millis(timeout_ms),
+        )?;
+        lease_out(lease, lease_out_);
+        Ok(())
+    })
+}
+
+/// Renews the item's lease `lease_id`.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_renew(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    lease_id: *const c_char,
+    lease_out: *mut tenure_lease,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe {
+        renew(
+            item(store, container, key, key_length)?,
+            lease_id,
+            lease_out,
+        )
+    })
+}
+
+/// Changes the item's lease id from `lease_id` to `proposed_id`.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_change(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    lease_id: *const c_char,
+    proposed_id: *const c_char,
+    lease_out: *mut tenure_lease,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe {
+        change(
+            item(store, container, key, key_length)?,
+            lease_id,
+            proposed_id,
+            lease_out,
+        )
+    })
+}
+
+/// Releases the item's lease `lease_id`.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_release(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    lease_id: *const c_char,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe { release(item(store, container, key, key_length)?, lease_id) })
+}
+
+/// Breaks the item's lease. `break_period_seconds` 0..=60, or -1 for the default (SPEC §4).
+/// `*time_left_ms_out` gets the time until a new lease can be acquired.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_break(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    break_period_seconds: i64,
+    time_left_ms_out: *mut u64,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe {
+        break_lease(
+            item(store, container, key, key_length)?,
+            break_period_seconds,
+            time_left_ms_out,
+        )
+    })
+}
+
+/// The item's lease as of now.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_get_info(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    info_out: *mut tenure_lease_info,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe { info(item(store, container, key, key_length)?, info_out) })
+}
+
+// ----- container leases (SPEC §5) -----
+
+/// Acquires the container's lease (as tenure_lease_acquire). While it is held, deleting the
+/// container needs its id (`tenure_conditions.lease_id`): without it TENURE_ERR_LEASE_ID_MISSING.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_container_lease_acquire(
+    store: *const tenure_store,
+    name: *const c_char,
+    duration_seconds: i64,
+    proposed_id: *const c_char,
+    lease_out: *mut tenure_lease,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe {
+        acquire(
+            container(store, name)?,
+            duration_seconds,
+            proposed_id,
+            lease_out,
+        )
+    })
+}
+
+/// Renews the container's lease `lease_id`.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_container_lease_renew(
+    store: *const tenure_store,
+    name: *const c_char,
+    lease_id: *const c_char,
+    lease_out: *mut tenure_lease,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe { renew(container(store, name)?, lease_id, lease_out) })
+}
+
+/// Changes the container's lease id from `lease_id` to `proposed_id`.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_container_lease_change(
+    store: *const tenure_store,
+    name: *const c_char,
+    lease_id: *const c_char,
+    proposed_id: *const c_char,
+    lease_out: *mut tenure_lease,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe { change(container(store, name)?, lease_id, proposed_id, lease_out) })
+}
+
+/// Releases the container's lease `lease_id`.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_container_lease_release(
+    store: *const tenure_store,
+    name: *const c_char,
+    lease_id: *const c_char,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe { release(container(store, name)?, lease_id) })
+}
+
+/// Breaks the container's lease (as tenure_lease_break).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_container_lease_break(
+    store: *const tenure_store,
+    name: *const c_char,
+    break_period_seconds: i64,
+    time_left_ms_out: *mut u64,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe {
+        break_lease(
+            container(store, name)?,
+            break_period_seconds,
+            time_left_ms_out,
+        )
+    })
+}
+
+/// The container's lease as of now.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_container_lease_get_info(
+    store: *const tenure_store,
+    name: *const c_char,
+    info_out: *mut tenure_lease_info,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe { info(container(store, name)?, info_out) })
+}

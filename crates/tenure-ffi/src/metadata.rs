@@ -1,0 +1,62 @@
+//! User metadata at the boundary: in as an array of `tenure_metadata_entry`, out as one byte
+//! buffer of NUL-terminated names and values, alternating (`name\0value\0name\0value\0`).
+
+use crate::prelude::*;
+
+/// One user metadata pair (both NUL-terminated UTF-8; the name non-empty).
+#[repr(C)]
+pub struct tenure_metadata_entry {
+    pub name: *const c_char,
+    pub value: *const c_char,
+}
+
+/// The metadata array of a call: NULL only with a count of 0; the count is checked against the
+/// metadata limit (every name takes at least one byte) before an entry is read.
+///
+/// # Safety
+/// `entries` points to `count` entries whose strings are NULL or NUL-terminated.
+pub(crate) unsafe fn metadata_in(
+    entries: *const tenure_metadata_entry,
+    count: usize,
+) -> Result<Vec<(String, String)>, Fail> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if entries.is_null() {
+        return Err(invalid("metadata", "is NULL with a non-zero count"));
+    }
+    let limit = tenure::Limits::default().max_metadata_bytes;
+    if count > limit {
+        return Err(invalid(
+            "metadata_count",
+            format!("must be at most {limit} (the metadata limit in bytes), not {count}"),
+        ));
+    }
+    // SAFETY: non-NULL, and the caller vouches for `count` entries.
+    let entries = unsafe { std::slice::from_raw_parts(entries, count) };
+    entries
+        .iter()
+        .map(|entry| {
+            // SAFETY: the caller's contract for each string.
+            let (name, value) = unsafe {
+                (
+                    text("metadata.name", entry.name)?,
+                    text("metadata.value", entry.value)?,
+                )
+            };
+            Ok((name.to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
+/// The output form: `name\0value\0` for each pair, in order.
+pub(crate) fn metadata_bytes(metadata: &[(String, String)]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for (name, value) in metadata {
+        bytes.extend_from_slice(name.as_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(value.as_bytes());
+        bytes.push(0);
+    }
+    bytes
+}

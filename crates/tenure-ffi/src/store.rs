@@ -1,0 +1,171 @@
+//! Store handles: open, close, free, flush, version.
+
+use crate::prelude::*;
+
+/// Options of `tenure_store_open`. Pass NULL for the defaults; zero-initialise and set fields.
+#[repr(C)]
+pub struct tenure_store_options {
+    /// 0 = sync (every write durable when it returns), 1 = buffered.
+    pub durability: u32,
+    /// 0 = the default (64 MiB). Fixed when the store is created.
+    pub segment_size_bytes: u64,
+    /// true = no background compaction thread.
+    pub disable_background_compaction: bool,
+}
+
+pub(crate) fn store_of(
+    argument: &'static str,
+    handle: *const tenure_store,
+) -> Result<Arc<Store>, Fail> {
+    handles::store(argument, handle as usize)
+}
+
+/// # Safety
+/// The usual argument contracts.
+pub(crate) unsafe fn item_target<'a>(
+    store: *const tenure_store,
+    container: *const c_char,
+    key_pointer: *const u8,
+    key_length: usize,
+) -> Result<(Arc<Store>, &'a str, &'a [u8]), Fail> {
+    let store = store_of("store", store)?;
+    // SAFETY: the caller's contract.
+    let (container, key) =
+        unsafe { (text("container", container)?, key(key_pointer, key_length)?) };
+    Ok((store, container, key))
+}
+
+/// Opens (creating if needed) the store in directory `path`.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_open(
+    path: *const c_char,
+    options: *const tenure_store_options,
+    store_out: *mut *mut tenure_store,
+) -> tenure_status {
+    guard(|| {
+        // SAFETY: documented contract: NUL-terminated.
+        let path = unsafe { text("path", path) }?;
+        out("store_out", store_out)?;
+        if path.is_empty() {
+            return Err(invalid("path", "is empty"));
+        }
+        let mut store_options = StoreOptions::default();
+        // SAFETY: NULL or a valid struct.
+        if let Some(options) = unsafe { options.as_ref() } {
+            store_options.durability = match options.durability {
+                0 => Durability::Sync,
+                1 => Durability::Buffered,
+                other => {
+                    return Err(invalid(
+                        "options.durability",
+                        format!("must be 0 (sync) or 1 (buffered), not {other}"),
+                    ))
+                }
+            };
+            if options.segment_size_bytes != 0 {
+                store_options.segment_size_bytes = options.segment_size_bytes;
+            }
+            if options.disable_background_compaction {
+                store_options.background_compaction_interval = None;
+            }
+        }
+        let store = Store::open(path, store_options)?;
+        let handle = handles::register(Object::Store(Some(Arc::new(store))))?;
+        // SAFETY: checked non-NULL.
+        unsafe { *store_out = handle as *mut tenure_store };
+        Ok(())
+    })
+}
+
+/// Flushes and closes the store. The handle stays allocated (free it with tenure_store_free);
+/// every later use of it fails with InvalidArgument. Snapshots, batches and cursors still open
+/// keep the engine alive until they are freed; close then only flushes.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_close(store: *const tenure_store) -> tenure_status {
+    guard(|| {
+        let taken = handles::close_store("store", store as usize)?;
+        match Arc::try_unwrap(taken) {
+            Ok(store) => store.close()?,
+            Err(shared) => shared.flush()?,
+        }
+        Ok(())
+    })
+}
+
+/// Frees the handle (closing the store first if needed). NULL is fine; a second free fails.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_free(store: *mut tenure_store) -> tenure_status {
+    guard(|| {
+        handles::release("store", store as usize, "store")?;
+        Ok(())
+    })
+}
+
+/// Makes every acknowledged write durable.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_flush(store: *const tenure_store) -> tenure_status {
+    guard(|| {
+        store_of("store", store)?.flush()?;
+        Ok(())
+    })
+}
+
+/// The store's current version (the last committed change).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_version(
+    store: *const tenure_store,
+    version_out: *mut u64,
+) -> tenure_status {
+    guard(|| {
+        let store = store_of("store", store)?;
+        out("version_out", version_out)?;
+        let version = store.version();
+        // SAFETY: checked non-NULL.
+        unsafe { *version_out = version };
+        Ok(())
+    })
+}
+
+/// What tenure_store_compact did.
+#[repr(C)]
+pub struct tenure_compaction_report {
+    pub segments_removed: u64,
+    pub bytes_removed: u64,
+    pub items_relocated: u64,
+    pub containers_relocated: u64,
+    /// A snapshot older than the compaction is open: segments were rewritten but not yet
+    /// removed (a later compaction removes them).
+    pub deferred_by_snapshot: bool,
+    /// The change feed's retention kept the oldest segment.
+    pub retained_for_change_feed: bool,
+    /// Writes kept racing the copy of an item of the oldest segment: it stays until a later
+    /// compaction.
+    pub deferred_by_writes: bool,
+}
+
+/// Compacts now: rewrites and removes every sealed log segment (SPEC §11). Readers and writers
+/// keep going meanwhile. `report_out` receives what was done.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_compact(
+    store: *const tenure_store,
+    report_out: *mut tenure_compaction_report,
+) -> tenure_status {
+    guard(|| {
+        let store = store_of("store", store)?;
+        out("report_out", report_out)?;
+        let report = store.compact()?;
+        // SAFETY: checked non-NULL.
+        unsafe {
+            *report_out = tenure_compaction_report {
+                segments_removed: report.segments_removed as u64,
+                bytes_removed: report.bytes_removed,
+                items_relocated: report.items_relocated,
+                containers_relocated: report.containers_relocated,
+                deferred_by_snapshot: report.deferred_by_snapshot,
+                retained_for_change_feed: report.retained_for_change_feed,
+                deferred_by_writes: report.deferred_by_writes,
+            }
+        };
+        Ok(())
+    })
+}
