@@ -384,7 +384,7 @@ impl Container {
             ));
         }
         let keep_content_type = content_type.is_none_or(|content_type| content_type.is_none());
-        let mut options = write_options(
+        let options = write_options(
             content_type,
             Some(metadata),
             None,
@@ -397,49 +397,14 @@ impl Container {
             lock_handle,
         )?;
         let name = &self.name;
-        if !keep_content_type {
-            let etag = self
-                .handle
-                .run(py, |store| store.set_properties(name, &key, &options))?;
-            return Ok(etag.to_string());
-        }
-        // The engine's set_properties replaces the content type too: read it, and write with
-        // the read ETag pinned so a concurrent change cannot slip in between (SPEC §3: the
-        // first failing condition is if_match, so a mismatch of our own pin is told apart from
-        // the caller's conditions by the current ETag the refusal reports).
-        // An `if_match` of exact ETags or an `if_version` already pins one version; an empty
-        // `if_match` or `*` (exists) is replaced by the pin, which implies it.
-        let pinned_by_caller = options.conditions.if_version.is_some()
-            || (!options.conditions.if_match.is_empty()
-                && !options.conditions.if_match.contains(&ETagArg::Any));
-        let read = ReadOptions {
-            conditions: Conditions::default(),
-            lease_id: options.lease_id,
+        // One atomic write either way: the engine's set_metadata keeps the content type.
+        let etag = if keep_content_type {
+            self.handle
+                .run(py, |store| store.set_metadata(name, &key, &options))?
+        } else {
+            self.handle
+                .run(py, |store| store.set_properties(name, &key, &options))?
         };
-        let etag = self.handle.run(py, |store| {
-            const MAX_ATTEMPTS: u64 = 100;
-            let mut last_conflict = None;
-            for attempt in 0..MAX_ATTEMPTS {
-                let current = store.get_properties(name, &key, &read)?;
-                options.content_type = current.content_type.clone();
-                if !pinned_by_caller {
-                    options.conditions.if_match = vec![ETagArg::Exact(current.etag)];
-                }
-                match store.set_properties(name, &key, &options) {
-                    Err(error)
-                        if !pinned_by_caller
-                            && error.code() == ErrorCode::ConditionNotMet
-                            && error.current_etag() != Some(current.etag) =>
-                    {
-                        last_conflict = Some(error);
-                        std::thread::sleep(backoff(attempt));
-                    }
-                    other => return other,
-                }
-            }
-            // MAX_ATTEMPTS > 0, so the loop ran and lost every race.
-            Err(last_conflict.unwrap_or(Error::Closed))
-        })?;
         Ok(etag.to_string())
     }
 

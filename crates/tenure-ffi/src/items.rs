@@ -195,58 +195,12 @@ unsafe fn write_properties(
                     unsafe { optional_text("content_type", content_type) }?.map(str::to_owned);
                 store.set_properties(container, key, &options)?
             }
-            ContentType::Keep => keeping_content_type(&store, container, key, options)?,
+            ContentType::Keep => store.set_metadata(container, key, &options)?,
         };
         // SAFETY: NULL or TENURE_ETAG_SIZE bytes by contract.
         unsafe { optional_etag_out(etag, etag_out) };
         Ok(())
     })
-}
-
-/// How often tenure_set_metadata re-reads when a concurrent write slipped in between its read of
-/// the content type and its write.
-const SET_METADATA_ATTEMPTS: usize = 100;
-
-/// The engine writes content type and metadata together, so this reads the content type and
-/// writes with that read's ETag pinned: a write that slips in between is detected and the pair
-/// retried. A caller's own if_match ETag or if_version already pins one version; its failure is
-/// reported as is.
-fn keeping_content_type(
-    store: &Store,
-    container: &str,
-    key: &[u8],
-    mut options: WriteOptions,
-) -> tenure::Result<ETag> {
-    let pinned_by_caller = options.conditions.if_version.is_some()
-        || options
-            .conditions
-            .if_match
-            .iter()
-            .any(|etag| *etag != ETagArg::Any);
-    let read = ReadOptions {
-        conditions: Conditions::default(),
-        lease_id: options.lease_id,
-    };
-    let mut attempt = 0;
-    loop {
-        let current = store.get_properties(container, key, &read)?;
-        options.content_type = current.content_type;
-        if !pinned_by_caller {
-            options.conditions.if_match = vec![ETagArg::Exact(current.etag)];
-        }
-        attempt += 1;
-        match store.set_properties(container, key, &options) {
-            Err(error)
-                if !pinned_by_caller
-                    && attempt < SET_METADATA_ATTEMPTS
-                    && error.code() == tenure::ErrorCode::ConditionNotMet
-                    && error.current_etag() != Some(current.etag) =>
-            {
-                std::thread::yield_now();
-            }
-            other => return other,
-        }
-    }
 }
 
 /// Replaces the item's content type (`content_type` NULL = none) and user metadata

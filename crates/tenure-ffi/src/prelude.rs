@@ -7,7 +7,7 @@ pub(crate) use std::time::Duration;
 
 pub(crate) use tenure::{
     ChangeKind, ChangesOptions, Conditions, ContainerOptions, ContainerWriteOptions, Durability,
-    ETag, ETagArg, Item, LeaseDuration, LeaseId, LeaseRequest, LeaseState, LockHandle, ReadOptions,
+    ETagArg, Item, LeaseDuration, LeaseId, LeaseRequest, LeaseState, LockHandle, ReadOptions,
     Store, StoreOptions, Ttl, WriteOptions,
 };
 

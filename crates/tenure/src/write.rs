@@ -94,6 +94,8 @@ pub(crate) enum Change<'a> {
     Delete,
     /// Keep the value, replace content type and metadata.
     Properties,
+    /// Keep the value and content type, replace metadata.
+    Metadata,
 }
 
 impl StoreShared {
@@ -166,6 +168,30 @@ impl StoreShared {
             options,
         )
         .map(|written| ETag(written.expect("set_properties always writes").version))
+    }
+
+    /// Replaces the user metadata, keeping the value and content type, in one atomic write;
+    /// a new ETag. `options.content_type` must be `None` (`set_properties` replaces both).
+    pub fn set_metadata(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        if options.content_type.is_some() {
+            return Err(Error::invalid(
+                "content_type",
+                "set_metadata keeps the content type; set_properties replaces it",
+            ));
+        }
+        self.write_item(
+            container,
+            key,
+            WriteKind::SetMetadata,
+            Change::Metadata,
+            options,
+        )
+        .map(|written| ETag(written.expect("set_metadata always writes").version))
     }
 
     /// Read, apply `change`, write with `if_match`; on `ConditionNotMet` re-read and retry
@@ -298,16 +324,23 @@ impl StoreShared {
                     },
                 ),
                 Change::Delete => (None, Properties::default()),
-                Change::Properties => {
+                Change::Properties | Change::Metadata => {
                     let node = current.expect("existence was checked");
                     let value = match node.value {
                         Some(location) => self.value_bytes(location, &guard)?.to_vec(),
                         None => Vec::new(),
                     };
+                    let content_type = match change {
+                        Change::Metadata => node
+                            .properties
+                            .as_deref()
+                            .and_then(|properties| properties.content_type.clone()),
+                        _ => options.content_type.clone(),
+                    };
                     (
                         Some(value),
                         Properties {
-                            content_type: options.content_type.clone(),
+                            content_type,
                             metadata: options.metadata.clone(),
                         },
                     )

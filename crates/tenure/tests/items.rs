@@ -313,6 +313,56 @@ fn set_properties_changes_etag_and_keeps_the_value() {
 }
 
 #[test]
+fn set_metadata_replaces_metadata_and_keeps_value_and_content_type() {
+    let (store, _, _) = store();
+    let put = WriteOptions {
+        content_type: Some("text/plain".into()),
+        metadata: vec![("old".into(), "1".into())],
+        ..WriteOptions::default()
+    };
+    let first = store.put("c", b"k", b"v", &put).unwrap();
+    let options = WriteOptions {
+        conditions: Conditions::if_match(first),
+        metadata: vec![("new".into(), "2".into())],
+        ..WriteOptions::default()
+    };
+    let second = store.set_metadata("c", b"k", &options).unwrap();
+    assert_ne!(first, second);
+    let item = store.get("c", b"k", &ReadOptions::default()).unwrap();
+    assert_eq!(item.value.unwrap(), b"v");
+    assert_eq!(item.content_type.as_deref(), Some("text/plain"));
+    assert_eq!(item.metadata, vec![("new".to_owned(), "2".to_owned())]);
+    assert_eq!(item.etag, second);
+
+    // The stale ETag now fails and reports the current one; nothing changes.
+    let error = store.set_metadata("c", b"k", &options).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::ConditionNotMet);
+    assert_eq!(error.current_etag(), Some(second));
+    assert_eq!(
+        code(store.set_metadata("c", b"missing", &WriteOptions::default())),
+        ErrorCode::NotFound
+    );
+}
+
+#[test]
+fn set_metadata_with_a_content_type_is_invalid_and_changes_nothing() {
+    let (store, _, _) = store();
+    let etag = store
+        .put("c", b"k", b"v", &WriteOptions::default())
+        .unwrap();
+    let options = WriteOptions {
+        content_type: Some("text/plain".into()),
+        metadata: vec![("a".into(), "b".into())],
+        ..WriteOptions::default()
+    };
+    let error = store.set_metadata("c", b"k", &options).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::InvalidArgument);
+    assert!(error.to_string().contains("content_type"), "{error}");
+    let item = store.get("c", b"k", &ReadOptions::default()).unwrap();
+    assert_eq!((item.etag, item.metadata.len()), (etag, 0));
+}
+
+#[test]
 fn containers_create_twice_missing_and_delete_takes_every_item() {
     let (store, _, _) = store();
     assert_eq!(
