@@ -694,6 +694,7 @@ impl LogShared {
             slot,
             slot_count,
             self.slot_size,
+            self.durability,
         )?);
         self.segments.insert(Arc::clone(&segment));
         Ok(segment)

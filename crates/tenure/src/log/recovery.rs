@@ -16,12 +16,12 @@ use super::record::{self, RecordKind};
 use super::segment::{Segment, SegmentTable};
 use super::superblock::{self, ReadOutcome, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
 use super::{
-    pack, sync_superblock_copy, CompletionTracker, FlushState, LogOptions, LogShared,
+    pack, sync_superblock_copy, CompletionTracker, Durability, FlushState, LogOptions, LogShared,
     SuperblockState, COMPLETION_SLOTS, MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES,
 };
 use crate::error::{Error, Result};
 use crate::etag::Version;
-use crate::storage::Storage;
+use crate::storage::{Mapping, Storage};
 
 /// One record found by the recovery scan.
 pub struct RecoveredRecord<'a> {
@@ -36,6 +36,7 @@ pub(super) fn create_segment(
     first_slot: u64,
     slot_count: u64,
     slot_size: u64,
+    durability: Durability,
 ) -> Result<Segment> {
     let name = Segment::file_name(first_slot);
     let path = storage.path().join(&name);
@@ -51,6 +52,7 @@ pub(super) fn create_segment(
     let mapping = file
         .map(length as usize)
         .map_err(|error| Error::io(&path, "mmap", error))?;
+    prepare_for_appends(&mapping, durability);
     Ok(Segment {
         first_slot,
         slot_count,
@@ -58,6 +60,15 @@ pub(super) fn create_segment(
         file,
         mapping,
     })
+}
+
+/// How a segment that receives appends is mapped: see `Mapping::prefault_for_reading` and
+/// `Mapping::advise_no_read_ahead` for why the two modes differ.
+fn prepare_for_appends(mapping: &Mapping, durability: Durability) {
+    match durability {
+        Durability::Buffered => mapping.prefault_for_reading(),
+        Durability::Sync => mapping.advise_no_read_ahead(),
+    }
 }
 
 fn open_segment(
@@ -231,6 +242,10 @@ pub(super) fn open(
     }
 
     let scan = scan(&table, slot_size, &superblock, &directory, replay)?;
+    // The scan read the segments with read-ahead; from now on the last one takes appends.
+    if let Some(last) = table.all().last() {
+        prepare_for_appends(&last.mapping, options.durability);
+    }
 
     // Segments that start at or past the tail hold only torn or stale bytes.
     for segment in table.all() {
