@@ -11,8 +11,15 @@ use super::report::{self, Results, Sample};
 use super::workloads::ChildConfig;
 use super::Metrics;
 
-/// The workloads, in run order.
-pub const WORKLOADS: [&str; 4] = ["kv", "churn", "lease", "limits"];
+/// The workloads, in run order (those of [`super::extended`] after `kv`).
+pub const WORKLOADS: [&str; 11] = [
+    "kv", "get", "shape16", "blob", "commit", "cas", "snapshot", "open", "churn", "lease", "limits",
+];
+
+/// Whether `workload` is one of [`super::extended::WORKLOADS`] (its own keys and rounds).
+pub fn is_extended(workload: &str) -> bool {
+    super::extended::WORKLOADS.contains(&workload)
+}
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -20,6 +27,10 @@ pub struct Options {
     pub keys: u64,
     pub churn_keys: u64,
     pub rounds: usize,
+    /// Keys of the workloads get, shape16, snapshot and open (and the blob budget, in KiB).
+    pub extended_keys: u64,
+    /// Rounds of the workloads of [`super::extended`].
+    pub extended_rounds: usize,
     pub measure: Duration,
     pub dram_mebibytes: usize,
     pub engines: Vec<String>,
@@ -28,6 +39,8 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// Where the raw samples go, as JSON lines.
     pub json: Option<PathBuf>,
+    /// Where the chart goes (SVG).
+    pub svg: Option<PathBuf>,
     /// Parent of the engines' directories.
     pub directory: PathBuf,
     pub command_line: String,
@@ -42,8 +55,10 @@ impl Options {
             keys: if quick { 100_000 } else { 1_000_000 },
             churn_keys: if quick { 20_000 } else { 1_000_000 },
             rounds: 5,
+            extended_keys: if quick { 10_000 } else { 1_000_000 },
+            extended_rounds: if quick { 2 } else { 5 },
             measure: Duration::from_millis(if quick { 100 } else { 1000 }),
-            dram_mebibytes: if quick { 128 } else { 512 },
+            dram_mebibytes: if quick { 64 } else { 512 },
             engines: EMBEDDED
                 .iter()
                 .chain(["redis", "memcached", "raw"].iter())
@@ -52,6 +67,7 @@ impl Options {
             workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
             out: None,
             json: None,
+            svg: None,
             directory: std::env::temp_dir().join(format!("tenure-compare-{}", std::process::id())),
             command_line: String::new(),
             note: None,
@@ -62,7 +78,15 @@ impl Options {
 /// The engines that take part in a workload.
 fn participants(workload: &str, options: &Options) -> Vec<String> {
     let candidates: Vec<&str> = match workload {
-        "kv" | "churn" => EMBEDDED.to_vec(),
+        "kv" | "churn" | "get" | "shape16" | "blob" | "commit" | "cas" | "open" => {
+            EMBEDDED.to_vec()
+        }
+        // sled has no snapshots (its range reads are not isolated from writers).
+        "snapshot" => EMBEDDED
+            .iter()
+            .copied()
+            .filter(|engine| *engine != "sled")
+            .collect(),
         "lease" => vec!["tenure", "redis", "memcached"],
         "limits" => vec!["raw"],
         _ => vec![],
@@ -207,8 +231,17 @@ pub fn parent_main(options: &Options) -> i32 {
     .collect();
 
     let mut samples: Vec<Sample> = Vec::new();
-    for round in 0..options.rounds {
+    let all_rounds = options.rounds.max(options.extended_rounds);
+    for round in 0..all_rounds {
         for workload in &options.workloads {
+            let rounds = if is_extended(workload) {
+                options.extended_rounds
+            } else {
+                options.rounds
+            };
+            if round >= rounds {
+                continue;
+            }
             let mut engines = participants(workload, options);
             if engines.is_empty() {
                 continue;
@@ -227,6 +260,8 @@ pub fn parent_main(options: &Options) -> i32 {
                     workload: workload.clone(),
                     keys: if workload == "churn" {
                         options.churn_keys
+                    } else if is_extended(workload) {
+                        options.extended_keys
                     } else {
                         options.keys
                     },
@@ -243,9 +278,9 @@ pub fn parent_main(options: &Options) -> i32 {
                 let (metrics, error) = run_child(options, &config, &directory);
                 let seconds = begun.elapsed().as_secs_f64();
                 eprintln!(
-                    "compare: round {}/{} {workload:>6} {engine:<7} {:6.1} s{}",
+                    "compare: round {}/{} {workload:>8} {engine:<9} {:6.1} s{}",
                     round + 1,
-                    options.rounds,
+                    rounds,
                     seconds,
                     error
                         .as_deref()
@@ -273,7 +308,7 @@ pub fn parent_main(options: &Options) -> i32 {
     let _ = std::fs::remove_dir_all(&options.directory);
 
     let elapsed = started.elapsed();
-    let results = Results::new(&samples, options.rounds);
+    let results = Results::new(&samples, all_rounds);
     let markdown = render(
         options,
         &results,
@@ -285,6 +320,19 @@ pub fn parent_main(options: &Options) -> i32 {
         elapsed,
     );
     println!("{markdown}");
+    if let Some(path) = &options.svg {
+        let bars = super::chart::bars(&results);
+        let subtitle = format!(
+            "{} mode, {}.",
+            if options.quick { "quick" } else { "full" },
+            command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
+        );
+        if let Err(error) = std::fs::write(path, super::chart::svg(&bars, &subtitle)) {
+            eprintln!("compare: cannot write {}: {error}", path.display());
+            return 1;
+        }
+        eprintln!("compare: wrote {}", path.display());
+    }
     if let Some(path) = &options.out {
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
@@ -528,6 +576,38 @@ fn render(
          fjall read and write in one write transaction (no separate read before it); tenure \
          does a `get` and then a conditional `put`, as a client of its API would.\n"
     );
+    let _ = writeln!(
+        out,
+        "- The durable rows (workload `commit`) open every engine in its durable class, each \
+         commit on stable storage when it returns: tenure `Durability::Sync`; LMDB without \
+         `NO_SYNC`; redb `Durability::Immediate`; sled `flush()` after each commit (it has no \
+         durable commit mode), then `fdatasync` of its `db` file, because sled's flush ends in \
+         `sync_file_range`, which does not flush the drive's cache; fjall write transactions with \
+         `durability(Some(PersistMode::SyncAll))`; SQLite WAL with `synchronous=FULL`. \
+         SQLite's writers share one connection behind a mutex (SQLite has one writer at a \
+         time).\n\
+         - The rows of the workloads `get`, `shape16`, `blob`, `commit`, `cas`, `snapshot` and \
+         `open` ran with {} keys in {} rounds{}.\n",
+        options.extended_keys,
+        options.extended_rounds,
+        if options.quick {
+            " (quick mode: a smoke run, not a measurement to quote)"
+        } else {
+            ""
+        }
+    );
+    if let Some(svg) = &options.svg {
+        let name = svg
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "![tenure ÷ best peer per row, log scale]({name})\n\n\
+             The chart ([{name}]({name})): tenure ÷ the best peer for every row below, inverted \
+             for rows where lower is better, so bars right of 1× are rows tenure wins.\n"
+        );
+    }
     let _ = writeln!(out, "## Targets of the issues\n");
     out.push_str(&report::render_targets(results));
     let _ = writeln!(out, "\n## Results\n");
