@@ -20,6 +20,7 @@ usage: compare [--quick] [--keys N] [--churn-keys N] [--rounds N] [--measure-ms 
                [--extended-keys N] [--extended-rounds N]
                [--dram-mib N] [--engines a,b,..] [--workloads kv,get,...]
                [--out FILE.md] [--json FILE.jsonl] [--svg FILE.svg] [--dir DIR] [--note TEXT]
+       compare --chart-from FILE.jsonl --svg FILE.svg [--note SUBTITLE]
 
   --quick        100k keys (20k in churn), 100 ms per measurement, 5 rounds; the workloads
                  get..open on 10k keys in 2 rounds: a smoke run
@@ -30,6 +31,8 @@ usage: compare [--quick] [--keys N] [--churn-keys N] [--rounds N] [--measure-ms 
                  keys and rounds of get, shape16, blob, commit, cas, snapshot, open
   --out          also write the markdown report there (it is always printed)
   --svg          write a bar chart of tenure ÷ best peer per row there
+  --chart-from   with --svg: draw the chart from an earlier run's --json file and stop
+                 (--note sets its subtitle)
   --json         the raw samples, one JSON line per child
   --note         a sentence the report repeats (why a run departs from the defaults)
 ";
@@ -126,6 +129,9 @@ fn parse_parent(arguments: &[String]) -> Result<Options, String> {
                 options.extended_rounds = number(value(arguments, &mut at, flag)?, flag)?
             }
             "--svg" => options.svg = Some(PathBuf::from(value(arguments, &mut at, flag)?)),
+            "--chart-from" => {
+                options.chart_from = Some(PathBuf::from(value(arguments, &mut at, flag)?))
+            }
             "--measure-ms" => {
                 options.measure =
                     Duration::from_millis(number(value(arguments, &mut at, flag)?, flag)?)

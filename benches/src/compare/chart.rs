@@ -72,8 +72,17 @@ fn tick_label(tick: f64) -> String {
     if tick >= 1.0 {
         format!("{tick:.0}×")
     } else {
-        let text = format!("{tick:.3}");
-        format!("{}×", text.trim_end_matches('0'))
+        let decimals = (-tick.log10()).ceil().max(1.0) as usize;
+        format!("{tick:.decimals$}×")
+    }
+}
+
+/// A bar's figure: "0.42×", or for a factor below 0.1 "1/230" (tenure 230 times worse).
+fn factor_label(factor: f64) -> String {
+    if factor >= 0.1 {
+        format!("{factor:.2}×")
+    } else {
+        format!("1/{:.0}", 1.0 / factor)
     }
 }
 
@@ -83,7 +92,7 @@ pub fn svg(bars: &[Bar], subtitle: &str) -> String {
     let plot_width = 470.0;
     let right_margin = 80.0;
     let row = 19.0;
-    let top = 78.0;
+    let top = 92.0;
     let width = label_width + plot_width + right_margin;
     let height = top + row * bars.len().max(1) as f64 + 46.0;
     // The axis: a 1-2-5 tick at or beyond the extremes, and at least 0.5× .. 2×.
@@ -106,7 +115,8 @@ pub fn svg(bars: &[Bar], subtitle: &str) -> String {
         r#"<rect width="100%" height="100%" fill="white"/>
 <text x="10" y="22" font-size="16" font-weight="bold">tenure ÷ best peer, per row (log scale)</text>
 <text x="10" y="40" fill="dimgray">Right of the 1× line: tenure better than the best peer of that row; left: tenure loses the row. Times and</text>
-<text x="10" y="54" fill="dimgray">bytes (lower is better) are inverted, so the bar is always &quot;how many times better&quot;. {}</text>"#,
+<text x="10" y="54" fill="dimgray">bytes (lower is better) are inverted, so the bar is always &quot;how many times better&quot;.</text>
+<text x="10" y="70" fill="dimgray">{}</text>"#,
         escape(subtitle)
     );
     // Grid and tick labels.
@@ -168,11 +178,11 @@ pub fn svg(bars: &[Bar], subtitle: &str) -> String {
         };
         let _ = writeln!(
             out,
-            r#"<text x="{:.1}" y="{:.1}" fill="darkslategray"><title>table ratio {:.2} ({direction})</title>{:.2}×</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" fill="darkslategray"><title>table ratio {:.2} ({direction})</title>{}</text>"#,
             right.max(one) + 4.0,
             y + 13.0,
             bar.ratio,
-            bar.factor
+            factor_label(bar.factor)
         );
     }
     let _ = writeln!(

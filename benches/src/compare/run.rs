@@ -41,6 +41,8 @@ pub struct Options {
     pub json: Option<PathBuf>,
     /// Where the chart goes (SVG).
     pub svg: Option<PathBuf>,
+    /// Draw the chart from the samples of an earlier run (its `--json` file) and stop.
+    pub chart_from: Option<PathBuf>,
     /// Parent of the engines' directories.
     pub directory: PathBuf,
     pub command_line: String,
@@ -68,6 +70,7 @@ impl Options {
             out: None,
             json: None,
             svg: None,
+            chart_from: None,
             directory: std::env::temp_dir().join(format!("tenure-compare-{}", std::process::id())),
             command_line: String::new(),
             note: None,
@@ -179,8 +182,66 @@ pub fn child_main(config: &ChildConfig, directory: &Path) -> i32 {
     }
 }
 
+/// Reads the samples of an earlier run (its `--json` lines).
+fn read_samples(path: &Path) -> Result<Vec<Sample>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut samples = Vec::new();
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{}: {e}", path.display()))?;
+        let metrics = value["metrics"].as_object().map(|object| {
+            object
+                .iter()
+                .filter_map(|(name, value)| Some((name.clone(), value.as_f64()?)))
+                .collect::<Metrics>()
+        });
+        samples.push(Sample {
+            round: value["round"].as_u64().unwrap_or(0) as usize,
+            engine: value["engine"].as_str().unwrap_or_default().to_owned(),
+            workload: value["workload"].as_str().unwrap_or_default().to_owned(),
+            metrics,
+            error: value["error"].as_str().map(str::to_owned),
+            seconds: value["seconds"].as_f64().unwrap_or(0.0),
+        });
+    }
+    Ok(samples)
+}
+
+/// `--chart-from FILE --svg OUT`: the chart of an earlier run, without running anything.
+fn chart_only(options: &Options, from: &Path) -> i32 {
+    let Some(out) = &options.svg else {
+        eprintln!("compare: --chart-from needs --svg");
+        return 2;
+    };
+    let samples = match read_samples(from) {
+        Ok(samples) => samples,
+        Err(error) => {
+            eprintln!("compare: {error}");
+            return 1;
+        }
+    };
+    let rounds = samples.iter().map(|s| s.round + 1).max().unwrap_or(0);
+    let results = Results::new(&samples, rounds);
+    let subtitle = options.note.clone().unwrap_or_else(|| {
+        format!(
+            "From the samples in {} ({rounds} rounds).",
+            from.file_name().unwrap_or_default().to_string_lossy()
+        )
+    });
+    let chart = super::chart::svg(&super::chart::bars(&results), &subtitle);
+    if let Err(error) = std::fs::write(out, chart) {
+        eprintln!("compare: cannot write {}: {error}", out.display());
+        return 1;
+    }
+    eprintln!("compare: wrote {}", out.display());
+    0
+}
+
 /// Runs everything and writes the report. Returns the exit code.
 pub fn parent_main(options: &Options) -> i32 {
+    if let Some(from) = &options.chart_from {
+        return chart_only(options, from);
+    }
     let started = Instant::now();
     if let Err(error) = std::fs::create_dir_all(&options.directory) {
         eprintln!(
@@ -323,8 +384,10 @@ pub fn parent_main(options: &Options) -> i32 {
     if let Some(path) = &options.svg {
         let bars = super::chart::bars(&results);
         let subtitle = format!(
-            "{} mode, {}.",
-            if options.quick { "quick" } else { "full" },
+            "{} mode, {} rounds ({} for get..open), {}.",
+            if options.quick { "Quick" } else { "Full" },
+            options.rounds,
+            options.extended_rounds,
             command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
         );
         if let Err(error) = std::fs::write(path, super::chart::svg(&bars, &subtitle)) {
@@ -504,13 +567,15 @@ fn render(
     );
     let _ = writeln!(
         out,
-        "- shape: {} keys of {} B, values of {} B ({} keys in the churn workload); {} rounds; \
-         each timed measurement runs {} ms after an untimed warm-up of the same length; took \
-         {:.0} s in all",
+        "- shape: {} keys of {} B, values of {} B ({} keys in the churn workload; {} keys and \
+         {} rounds in the workloads get … open); {} rounds; each timed measurement runs {} ms \
+         after an untimed warm-up of the same length; took {:.0} s in all",
         options.keys,
         super::KEY_BYTES,
         super::VALUE_BYTES,
         options.churn_keys,
+        options.extended_keys,
+        options.extended_rounds,
         options.rounds,
         options.measure.as_millis(),
         elapsed.as_secs_f64()
