@@ -651,6 +651,10 @@ fn render(
          `durability(Some(PersistMode::SyncAll))`; SQLite WAL with `synchronous=FULL`. \
          SQLite's writers share one connection behind a mutex (SQLite has one writer at a \
          time).\n\
+         - Every get row, blobs included, uses tenure's `Store::get`, which returns an owned \
+         copy of the value (its borrowed read, `Snapshot::get_borrowed`, needs a snapshot per \
+         read and is not used); LMDB and redb hand out views of their mapped pages. The blob \
+         gets read every 64th byte of the value in every engine.\n\
          - The rows of the workloads `get`, `shape16`, `blob`, `commit`, `cas`, `snapshot` and \
          `open` ran with {} keys in {} rounds{}.\n",
         options.extended_keys,
