@@ -17,13 +17,22 @@ use tenure_benches::compare::workloads::ChildConfig;
 
 const USAGE: &str = "\
 usage: compare [--quick] [--keys N] [--churn-keys N] [--rounds N] [--measure-ms N]
-               [--dram-mib N] [--engines a,b,..] [--workloads kv,churn,lease,limits]
-               [--out FILE.md] [--json FILE.jsonl] [--dir DIR] [--note TEXT]
+               [--extended-keys N] [--extended-rounds N]
+               [--dram-mib N] [--engines a,b,..] [--workloads kv,get,...]
+               [--out FILE.md] [--json FILE.jsonl] [--svg FILE.svg] [--dir DIR] [--note TEXT]
+       compare --chart-from FILE.jsonl --svg FILE.svg [--note SUBTITLE]
 
-  --quick        100k keys (20k in churn), 100 ms per measurement, 5 rounds: a smoke run
-  (default)      1M keys (also in churn), 1 s per measurement, 5 rounds
+  --quick        100k keys (20k in churn), 100 ms per measurement, 5 rounds; the workloads
+                 get..open on 10k keys in 2 rounds: a smoke run
+  (default)      1M keys (also in churn and get..open), 1 s per measurement, 5 rounds
   engines        tenure lmdb redb sled fjall sqlite redis memcached raw
+  workloads      kv get shape16 blob commit cas snapshot open churn lease limits
+  --extended-keys, --extended-rounds
+                 keys and rounds of get, shape16, blob, commit, cas, snapshot, open
   --out          also write the markdown report there (it is always printed)
+  --svg          write a bar chart of tenure ÷ best peer per row there
+  --chart-from   with --svg: draw the chart from an earlier run's --json file and stop
+                 (--note sets its subtitle)
   --json         the raw samples, one JSON line per child
   --note         a sentence the report repeats (why a run departs from the defaults)
 ";
@@ -113,6 +122,16 @@ fn parse_parent(arguments: &[String]) -> Result<Options, String> {
             "--keys" => options.keys = number(value(arguments, &mut at, flag)?, flag)?,
             "--churn-keys" => options.churn_keys = number(value(arguments, &mut at, flag)?, flag)?,
             "--rounds" => options.rounds = number(value(arguments, &mut at, flag)?, flag)?,
+            "--extended-keys" => {
+                options.extended_keys = number(value(arguments, &mut at, flag)?, flag)?
+            }
+            "--extended-rounds" => {
+                options.extended_rounds = number(value(arguments, &mut at, flag)?, flag)?
+            }
+            "--svg" => options.svg = Some(PathBuf::from(value(arguments, &mut at, flag)?)),
+            "--chart-from" => {
+                options.chart_from = Some(PathBuf::from(value(arguments, &mut at, flag)?))
+            }
             "--measure-ms" => {
                 options.measure =
                     Duration::from_millis(number(value(arguments, &mut at, flag)?, flag)?)
@@ -131,8 +150,24 @@ fn parse_parent(arguments: &[String]) -> Result<Options, String> {
         }
         at += 1;
     }
-    if options.rounds == 0 || options.keys < 1000 || options.churn_keys < 1000 {
-        return Err("--rounds must be ≥ 1 and --keys, --churn-keys ≥ 1000".into());
+    if options.rounds == 0
+        || options.extended_rounds == 0
+        || options.keys < 1000
+        || options.churn_keys < 1000
+        || options.extended_keys < 1000
+    {
+        return Err(
+            "--rounds, --extended-rounds must be ≥ 1 and --keys, --churn-keys, \
+             --extended-keys ≥ 1000"
+                .into(),
+        );
+    }
+    if let Some(unknown) = options
+        .workloads
+        .iter()
+        .find(|w| !tenure_benches::compare::run::WORKLOADS.contains(&w.as_str()))
+    {
+        return Err(format!("unknown workload {unknown}"));
     }
     options.command_line = std::iter::once("compare".to_owned())
         .chain(arguments.iter().map(|argument| shell_quoted(argument)))

@@ -46,6 +46,21 @@ pub trait Engine: Sync {
     fn compact(&mut self) -> Result<super::Metrics>;
     /// What `compact` does for this engine (for the report).
     fn compaction_note(&self) -> &'static str;
+    /// Writes the pairs (any shape) in one transaction or batch, in the class the engine was
+    /// opened in ([`open_with`]): durable engines return once the commit is on stable storage.
+    fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()>;
+    /// The version (ETag) of an existing item, read on its own, as a client holding an ETag
+    /// would have read it (tenure: the ETag's version; the peers: the version stored in the
+    /// value's first 8 bytes).
+    fn version_of(&self, key: &[u8]) -> Result<u64>;
+    /// Writes `value` if the item's version is still `expected` (tenure: `put` with
+    /// `if_match`; the peers: one atomic check and write). The peers' `value` carries the next
+    /// version in its first 8 bytes. Returns whether the write happened.
+    fn put_if_version(&self, key: &[u8], expected: u64, value: &[u8]) -> Result<bool>;
+    /// Whether [`Reader::snapshot_scan`] reads one consistent snapshot (sled has none).
+    fn has_snapshots(&self) -> bool {
+        true
+    }
 }
 
 /// Reads on one thread.
@@ -54,10 +69,34 @@ pub trait Reader {
     fn get(&mut self, key: &Key) -> Result<u64>;
     /// Reads `count` entries in key order from `start` (keys and values); returns a fold.
     fn scan(&mut self, start: &[u8], count: usize) -> Result<u64>;
+    /// Reads a key that may be missing (any shape); `None` for a miss. With `whole`, the fold
+    /// touches every 64th byte of the value, so a large value is read and not just located.
+    fn lookup(&mut self, key: &[u8], whole: bool) -> Result<Option<u64>>;
+    /// [`Reader::scan`] inside one explicit snapshot (read transaction) of the engine.
+    fn snapshot_scan(&mut self, start: &[u8], count: usize) -> Result<u64> {
+        self.scan(start, count)
+    }
 }
 
 fn fold(bytes: &[u8]) -> u64 {
     bytes.len() as u64 + u64::from(bytes[0]) + u64::from(bytes[bytes.len() - 1])
+}
+
+/// [`fold`], or with `whole` a fold of every 64th byte (one load per cache line).
+fn fold_value(bytes: &[u8], whole: bool) -> u64 {
+    if !whole {
+        return fold(bytes);
+    }
+    let mut total = bytes.len() as u64;
+    for at in (0..bytes.len()).step_by(64) {
+        total = total.wrapping_add(u64::from(bytes[at]));
+    }
+    total
+}
+
+/// The version a peer keeps in a value's first 8 bytes.
+fn stored_version(value: &[u8]) -> u64 {
+    value_version(value)
 }
 
 /// The next value of a compare-and-set: `value` carrying version `current + 1`.
@@ -71,16 +110,32 @@ fn missing() -> Box<dyn std::error::Error + Send + Sync> {
     "a key the benchmark wrote is missing".into()
 }
 
-/// Opens engine `name` in `directory` (created if needed).
+/// Opens engine `name` in `directory` (created if needed), in the non-durable class.
 pub fn open(name: &str, directory: &Path) -> Result<Box<dyn Engine>> {
+    open_with(name, directory, false)
+}
+
+/// Opens engine `name` in `directory` (created if needed, or reopened): `durable` selects
+/// each engine's durable class for [`Engine::put_many`] (every commit on stable storage
+/// before it returns), else the non-durable one.
+///
+/// | engine | durable commit |
+/// | --- | --- |
+/// | tenure | `Durability::Sync` |
+/// | lmdb | default flags (no `NO_SYNC`) |
+/// | redb | `Durability::Immediate` |
+/// | sled | `apply_batch`, then `flush()` and `fdatasync` of its `db` file (sled has no per-commit durable mode, and its flush ends in `sync_file_range`) |
+/// | fjall | write transaction with `durability(Some(PersistMode::SyncAll))` |
+/// | sqlite | WAL, `synchronous=FULL` |
+pub fn open_with(name: &str, directory: &Path, durable: bool) -> Result<Box<dyn Engine>> {
     std::fs::create_dir_all(directory)?;
     Ok(match name {
-        "tenure" => Box::new(Tenure::open(directory)?),
-        "lmdb" => Box::new(Lmdb::open(directory)?),
-        "redb" => Box::new(Redb::open(directory)?),
-        "sled" => Box::new(Sled::open(directory)?),
-        "fjall" => Box::new(Fjall::open(directory)?),
-        "sqlite" => Box::new(Sqlite::open(directory)?),
+        "tenure" => Box::new(Tenure::open_with(directory, durable)?),
+        "lmdb" => Box::new(Lmdb::open_with(directory, durable)?),
+        "redb" => Box::new(Redb::open_with(directory, durable)?),
+        "sled" => Box::new(Sled::open_with(directory, durable)?),
+        "fjall" => Box::new(Fjall::open_with(directory, durable)?),
+        "sqlite" => Box::new(Sqlite::open_with(directory, durable)?),
         other => return Err(format!("unknown engine {other}").into()),
     })
 }
@@ -95,14 +150,26 @@ pub struct Tenure {
 
 impl Tenure {
     pub fn open(directory: &Path) -> Result<Tenure> {
+        Tenure::open_with(directory, false)
+    }
+
+    pub fn open_with(directory: &Path, durable: bool) -> Result<Tenure> {
         let store = tenure::Store::open(
             directory,
             tenure::StoreOptions {
-                durability: tenure::Durability::Buffered,
+                durability: if durable {
+                    tenure::Durability::Sync
+                } else {
+                    tenure::Durability::Buffered
+                },
                 ..tenure::StoreOptions::default()
             },
         )?;
-        store.create_container(CONTAINER, &tenure::ContainerOptions::default())?;
+        match store.create_container(CONTAINER, &tenure::ContainerOptions::default()) {
+            Ok(_) => {}
+            Err(error) if error.code() == tenure::ErrorCode::ContainerAlreadyExists => {}
+            Err(error) => return Err(error.into()),
+        }
         Ok(Tenure { store })
     }
 }
@@ -189,6 +256,38 @@ impl Engine for Tenure {
     fn compaction_note(&self) -> &'static str {
         "`compact()` once"
     }
+
+    fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        if let [(key, value)] = pairs {
+            self.store
+                .put(CONTAINER, key, value, &tenure::WriteOptions::default())?;
+            return Ok(());
+        }
+        let mut batch = self.store.batch();
+        for (key, value) in pairs {
+            batch.put(CONTAINER, key, value, tenure::WriteOptions::default());
+        }
+        batch.commit()?;
+        Ok(())
+    }
+
+    fn version_of(&self, key: &[u8]) -> Result<u64> {
+        let item = self
+            .store
+            .get(CONTAINER, key, &tenure::ReadOptions::default())?;
+        Ok(item.etag.version())
+    }
+
+    fn put_if_version(&self, key: &[u8], expected: u64, value: &[u8]) -> Result<bool> {
+        let options = tenure::WriteOptions::with_conditions(tenure::Conditions::if_match(
+            tenure::ETag(expected),
+        ));
+        match self.store.put(CONTAINER, key, value, &options) {
+            Ok(_) => Ok(true),
+            Err(error) if error.code() == tenure::ErrorCode::ConditionNotMet => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
 }
 
 struct TenureReader<'a> {
@@ -212,6 +311,32 @@ impl Reader for TenureReader<'_> {
         }
         Ok(total)
     }
+
+    fn lookup(&mut self, key: &[u8], whole: bool) -> Result<Option<u64>> {
+        match self
+            .store
+            .get(CONTAINER, key, &tenure::ReadOptions::default())
+        {
+            Ok(item) => Ok(Some(fold_value(
+                item.value.as_deref().ok_or_else(missing)?,
+                whole,
+            ))),
+            Err(error) if error.code() == tenure::ErrorCode::NotFound => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// An explicit `snapshot()`, then one page of `list` through it.
+    fn snapshot_scan(&mut self, start: &[u8], count: usize) -> Result<u64> {
+        let token = std::str::from_utf8(start)?;
+        let snapshot = self.store.snapshot()?;
+        let page = snapshot.list(CONTAINER, b"", count, Some(token), true)?;
+        let mut total = 0;
+        for item in &page.items {
+            total += fold(&item.key) + fold(item.value.as_deref().ok_or_else(missing)?);
+        }
+        Ok(total)
+    }
 }
 
 // ----- LMDB (heed) -----
@@ -223,13 +348,19 @@ pub struct Lmdb {
 
 impl Lmdb {
     pub fn open(directory: &Path) -> Result<Lmdb> {
+        Lmdb::open_with(directory, false)
+    }
+
+    pub fn open_with(directory: &Path, durable: bool) -> Result<Lmdb> {
         let mut options = heed::EnvOpenOptions::new();
         // Address space only: the file grows as pages are written.
         options.map_size(64 << 30);
         // SAFETY: NO_SYNC gives up durability on a crash (the non-durable class measured
         // here), not memory safety; the directory is this process's own.
         let env = unsafe {
-            options.flags(heed::EnvFlags::NO_SYNC);
+            if !durable {
+                options.flags(heed::EnvFlags::NO_SYNC);
+            }
             options.open(directory)?
         };
         let mut transaction = env.write_txn()?;
@@ -285,6 +416,33 @@ impl Engine for Lmdb {
     fn compaction_note(&self) -> &'static str {
         "none in place (LMDB reuses freed pages; the file never shrinks)"
     }
+
+    fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        let mut transaction = self.env.write_txn()?;
+        for (key, value) in pairs {
+            self.db.put(&mut transaction, key, value)?;
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn version_of(&self, key: &[u8]) -> Result<u64> {
+        let transaction = self.env.read_txn()?;
+        let value = self.db.get(&transaction, key)?.ok_or_else(missing)?;
+        Ok(stored_version(value))
+    }
+
+    fn put_if_version(&self, key: &[u8], expected: u64, value: &[u8]) -> Result<bool> {
+        let mut transaction = self.env.write_txn()?;
+        let current = stored_version(self.db.get(&transaction, key)?.ok_or_else(missing)?);
+        if current != expected {
+            transaction.abort();
+            return Ok(false);
+        }
+        self.db.put(&mut transaction, key, value)?;
+        transaction.commit()?;
+        Ok(true)
+    }
 }
 
 struct LmdbReader<'a> {
@@ -308,6 +466,12 @@ impl Reader for LmdbReader<'_> {
         }
         Ok(total)
     }
+
+    fn lookup(&mut self, key: &[u8], whole: bool) -> Result<Option<u64>> {
+        let transaction = self.engine.env.read_txn()?;
+        let value = self.engine.db.get(&transaction, key)?;
+        Ok(value.map(|value| fold_value(value, whole)))
+    }
 }
 
 // ----- redb -----
@@ -316,15 +480,30 @@ const REDB_TABLE: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::n
 
 pub struct Redb {
     db: redb::Database,
+    durable: bool,
 }
 
 impl Redb {
     pub fn open(directory: &Path) -> Result<Redb> {
+        Redb::open_with(directory, false)
+    }
+
+    pub fn open_with(directory: &Path, durable: bool) -> Result<Redb> {
         let db = redb::Database::create(directory.join("data.redb"))?;
         let transaction = db.begin_write()?;
         transaction.open_table(REDB_TABLE)?;
         transaction.commit()?;
-        Ok(Redb { db })
+        Ok(Redb { db, durable })
+    }
+
+    fn begin(&self) -> Result<redb::WriteTransaction> {
+        let mut transaction = self.db.begin_write()?;
+        transaction.set_durability(if self.durable {
+            redb::Durability::Immediate
+        } else {
+            redb::Durability::None
+        });
+        Ok(transaction)
     }
 
     fn commit_immediate(&self) -> Result<()> {
@@ -398,6 +577,41 @@ impl Engine for Redb {
     fn compaction_note(&self) -> &'static str {
         "`compact()` until it reports nothing left to do"
     }
+
+    fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        let transaction = self.begin()?;
+        {
+            let mut table = transaction.open_table(REDB_TABLE)?;
+            for (key, value) in pairs {
+                table.insert(*key, *value)?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn version_of(&self, key: &[u8]) -> Result<u64> {
+        let transaction = self.db.begin_read()?;
+        let table = transaction.open_table(REDB_TABLE)?;
+        let value = table.get(key)?.ok_or_else(missing)?;
+        Ok(stored_version(value.value()))
+    }
+
+    fn put_if_version(&self, key: &[u8], expected: u64, value: &[u8]) -> Result<bool> {
+        let transaction = self.begin()?;
+        {
+            let mut table = transaction.open_table(REDB_TABLE)?;
+            let current = stored_version(table.get(key)?.ok_or_else(missing)?.value());
+            if current != expected {
+                drop(table);
+                transaction.abort()?;
+                return Ok(false);
+            }
+            table.insert(key, value)?;
+        }
+        transaction.commit()?;
+        Ok(true)
+    }
 }
 
 struct RedbReader<'a> {
@@ -422,19 +636,48 @@ impl Reader for RedbReader<'_> {
         }
         Ok(total)
     }
+
+    fn lookup(&mut self, key: &[u8], whole: bool) -> Result<Option<u64>> {
+        let transaction = self.db.begin_read()?;
+        let table = transaction.open_table(REDB_TABLE)?;
+        let value = table.get(key)?;
+        Ok(value.map(|value| fold_value(value.value(), whole)))
+    }
 }
 
 // ----- sled -----
 
 pub struct Sled {
     db: sled::Db,
+    durable: bool,
+    /// In the durable class, sled's log file, synced after `flush()`: on Linux sled's flush
+    /// ends in `sync_file_range`, which neither flushes the drive's cache nor the file's
+    /// metadata, so it alone is not the durable class the other engines are measured in.
+    log: Option<std::fs::File>,
 }
 
 impl Sled {
     pub fn open(directory: &Path) -> Result<Sled> {
-        Ok(Sled {
-            db: sled::Config::new().path(directory).open()?,
-        })
+        Sled::open_with(directory, false)
+    }
+
+    /// `flush()`, then `fdatasync` of the log file (see [`Sled::log`]).
+    fn durable_flush(&self) -> Result<()> {
+        self.db.flush()?;
+        if let Some(log) = &self.log {
+            log.sync_data()?;
+        }
+        Ok(())
+    }
+
+    pub fn open_with(directory: &Path, durable: bool) -> Result<Sled> {
+        let db = sled::Config::new().path(directory).open()?;
+        let log = if durable {
+            Some(std::fs::File::open(directory.join("db"))?)
+        } else {
+            None
+        };
+        Ok(Sled { db, durable, log })
     }
 }
 
@@ -481,6 +724,47 @@ impl Engine for Sled {
     fn compaction_note(&self) -> &'static str {
         "none (sled has no compaction call; its segment cleaner runs by itself); `flush()`"
     }
+
+    fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        if let [(key, value)] = pairs {
+            self.db.insert(key, *value)?;
+        } else {
+            let mut batch = sled::Batch::default();
+            for (key, value) in pairs {
+                batch.insert(*key, *value);
+            }
+            self.db.apply_batch(batch)?;
+        }
+        if self.durable {
+            self.durable_flush()?;
+        }
+        Ok(())
+    }
+
+    fn version_of(&self, key: &[u8]) -> Result<u64> {
+        let value = self.db.get(key)?.ok_or_else(missing)?;
+        Ok(stored_version(&value))
+    }
+
+    /// `get`, then `compare_and_swap` from the value read (sled compares whole values).
+    fn put_if_version(&self, key: &[u8], expected: u64, value: &[u8]) -> Result<bool> {
+        let current = self.db.get(key)?.ok_or_else(missing)?;
+        if stored_version(&current) != expected {
+            return Ok(false);
+        }
+        let swapped = self
+            .db
+            .compare_and_swap(key, Some(&current[..]), Some(value))?
+            .is_ok();
+        if swapped && self.durable {
+            self.durable_flush()?;
+        }
+        Ok(swapped)
+    }
+
+    fn has_snapshots(&self) -> bool {
+        false
+    }
 }
 
 struct SledReader<'a> {
@@ -501,6 +785,10 @@ impl Reader for SledReader<'_> {
         }
         Ok(total)
     }
+
+    fn lookup(&mut self, key: &[u8], whole: bool) -> Result<Option<u64>> {
+        Ok(self.db.get(key)?.map(|value| fold_value(&value, whole)))
+    }
 }
 
 // ----- fjall -----
@@ -508,16 +796,31 @@ impl Reader for SledReader<'_> {
 pub struct Fjall {
     keyspace: fjall::TxKeyspace,
     partition: fjall::TxPartitionHandle,
+    durable: bool,
 }
 
 impl Fjall {
     pub fn open(directory: &Path) -> Result<Fjall> {
+        Fjall::open_with(directory, false)
+    }
+
+    pub fn open_with(directory: &Path, durable: bool) -> Result<Fjall> {
         let keyspace = fjall::Config::new(directory).open_transactional()?;
         let partition = keyspace.open_partition("kv", fjall::PartitionCreateOptions::default())?;
         Ok(Fjall {
             keyspace,
             partition,
+            durable,
         })
+    }
+
+    fn begin(&self) -> fjall::WriteTransaction<'_> {
+        let transaction = self.keyspace.write_tx();
+        if self.durable {
+            transaction.durability(Some(fjall::PersistMode::SyncAll))
+        } else {
+            transaction
+        }
     }
 }
 
@@ -565,6 +868,31 @@ impl Engine for Fjall {
     fn compaction_note(&self) -> &'static str {
         "`major_compact()` of the partition"
     }
+
+    fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        let mut transaction = self.begin();
+        for (key, value) in pairs {
+            transaction.insert(&self.partition, *key, *value);
+        }
+        Ok(transaction.commit()?)
+    }
+
+    fn version_of(&self, key: &[u8]) -> Result<u64> {
+        let value = self.partition.get(key)?.ok_or_else(missing)?;
+        Ok(stored_version(&value))
+    }
+
+    fn put_if_version(&self, key: &[u8], expected: u64, value: &[u8]) -> Result<bool> {
+        let mut transaction = self.begin();
+        let current = transaction.get(&self.partition, key)?.ok_or_else(missing)?;
+        if stored_version(&current) != expected {
+            transaction.rollback();
+            return Ok(false);
+        }
+        transaction.insert(&self.partition, key, value);
+        transaction.commit()?;
+        Ok(true)
+    }
 }
 
 struct FjallReader<'a> {
@@ -589,6 +917,14 @@ impl Reader for FjallReader<'_> {
         }
         Ok(total)
     }
+
+    fn lookup(&mut self, key: &[u8], whole: bool) -> Result<Option<u64>> {
+        Ok(self
+            .engine
+            .partition
+            .get(key)?
+            .map(|value| fold_value(&value, whole)))
+    }
 }
 
 // ----- SQLite (rusqlite, bundled) -----
@@ -596,28 +932,34 @@ impl Reader for FjallReader<'_> {
 pub struct Sqlite {
     path: PathBuf,
     connection: Mutex<rusqlite::Connection>,
+    durable: bool,
 }
 
 impl Sqlite {
     pub fn open(directory: &Path) -> Result<Sqlite> {
+        Sqlite::open_with(directory, false)
+    }
+
+    pub fn open_with(directory: &Path, durable: bool) -> Result<Sqlite> {
         let path = directory.join("data.sqlite");
-        let connection = Sqlite::connect(&path)?;
+        let connection = Sqlite::connect(&path, durable)?;
         connection.execute_batch(
             "CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;",
         )?;
         Ok(Sqlite {
             path,
             connection: Mutex::new(connection),
+            durable,
         })
     }
 
-    fn connect(path: &Path) -> Result<rusqlite::Connection> {
+    fn connect(path: &Path, durable: bool) -> Result<rusqlite::Connection> {
         let connection = rusqlite::Connection::open(path)?;
         let mode: String = connection.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(format!("sqlite refused WAL mode: {mode}").into());
         }
-        connection.pragma_update(None, "synchronous", "OFF")?;
+        connection.pragma_update(None, "synchronous", if durable { "FULL" } else { "OFF" })?;
         Ok(connection)
     }
 
@@ -671,7 +1013,7 @@ impl Engine for Sqlite {
 
     fn reader(&self) -> Result<Box<dyn Reader + '_>> {
         Ok(Box::new(SqliteReader {
-            connection: Sqlite::connect(&self.path)?,
+            connection: Sqlite::connect(&self.path, self.durable)?,
         }))
     }
 
@@ -702,6 +1044,44 @@ impl Engine for Sqlite {
     fn compaction_note(&self) -> &'static str {
         "`VACUUM`, then `wal_checkpoint(TRUNCATE)`"
     }
+
+    fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        let mut connection = self.lock();
+        let transaction = connection.transaction()?;
+        {
+            let mut statement = transaction
+                .prepare_cached("INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)")?;
+            for (key, value) in pairs {
+                statement.execute(rusqlite::params![key, value])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn version_of(&self, key: &[u8]) -> Result<u64> {
+        let connection = self.lock();
+        let current: Vec<u8> = connection
+            .prepare_cached("SELECT value FROM kv WHERE key = ?1")?
+            .query_row([key], |row| row.get(0))?;
+        Ok(stored_version(&current))
+    }
+
+    /// `SELECT` and `UPDATE … WHERE value = <what was read>` under the connection's lock,
+    /// as in [`Engine::check_and_write`].
+    fn put_if_version(&self, key: &[u8], expected: u64, value: &[u8]) -> Result<bool> {
+        let connection = self.lock();
+        let current: Vec<u8> = connection
+            .prepare_cached("SELECT value FROM kv WHERE key = ?1")?
+            .query_row([key], |row| row.get(0))?;
+        if stored_version(&current) != expected {
+            return Ok(false);
+        }
+        let changed = connection
+            .prepare_cached("UPDATE kv SET value = ?1 WHERE key = ?2 AND value = ?3")?
+            .execute(rusqlite::params![value, key, &current[..]])?;
+        Ok(changed == 1)
+    }
 }
 
 struct SqliteReader {
@@ -728,6 +1108,17 @@ impl Reader for SqliteReader {
             total += fold(row.get_ref(0)?.as_blob()?) + fold(row.get_ref(1)?.as_blob()?);
         }
         Ok(total)
+    }
+
+    fn lookup(&mut self, key: &[u8], whole: bool) -> Result<Option<u64>> {
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT value FROM kv WHERE key = ?1")?;
+        let mut rows = statement.query([key])?;
+        match rows.next()? {
+            Some(row) => Ok(Some(fold_value(row.get_ref(0)?.as_blob()?, whole))),
+            None => Ok(None),
+        }
     }
 }
 

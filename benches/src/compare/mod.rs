@@ -12,7 +12,9 @@
 //! shape), both derived from the item's index by a fixed hash, so every engine gets exactly
 //! the same pairs in the same order, and none of them has to be held in memory.
 
+pub mod chart;
 pub mod engines;
+pub mod extended;
 pub mod memcached;
 pub mod physical;
 pub mod redis;
@@ -67,6 +69,85 @@ pub fn value(index: u64, generation: u64) -> Value {
         chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
     }
     value
+}
+
+/// The key of item `index` in a shape with `length` bytes (16..=[`KEY_BYTES`]): for 24 B
+/// it is [`key`]; otherwise hashed bytes, then the index's 8 bytes. Use `&k[..length]`.
+pub fn shaped_key(index: u64, length: usize) -> Key {
+    assert!((16..=KEY_BYTES).contains(&length), "key length {length}");
+    if length == KEY_BYTES {
+        return key(index);
+    }
+    let mut key = [0u8; KEY_BYTES];
+    let hashed = length - 8;
+    let mut state = index;
+    for chunk in key[..hashed].chunks_mut(8) {
+        state = mix(state ^ 0x5EED);
+        chunk.copy_from_slice(&state.to_be_bytes()[..chunk.len()]);
+    }
+    key[hashed..length].copy_from_slice(&index.to_be_bytes());
+    key
+}
+
+/// The value of item `index` at `version`, `length` bytes (≥ 8) into `out`: the version in
+/// the first 8 bytes (as in [`value`]), then incompressible bytes.
+pub fn shaped_value(index: u64, version: u64, length: usize, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&version.to_le_bytes());
+    let mut state = mix(index.wrapping_mul(0x1000_0000_01B3) ^ version);
+    while out.len() < length {
+        state = mix(state);
+        let take = (length - out.len()).min(8);
+        out.extend_from_slice(&state.to_le_bytes()[..take]);
+    }
+}
+
+/// Zipf-distributed ranks over `0..n` with exponent `theta` < 1 (YCSB's generator, after
+/// Gray et al., "Quickly generating billion-record synthetic databases"): rank 0 is the
+/// most frequent. [`Zipf::index`] spreads the ranks over the key space by a fixed
+/// permutation, so the hot keys are not neighbours.
+pub struct Zipf {
+    n: u64,
+    theta: f64,
+    alpha: f64,
+    zeta_n: f64,
+    eta: f64,
+}
+
+impl Zipf {
+    pub fn new(n: u64, theta: f64) -> Zipf {
+        let zeta = |count: u64| {
+            (1..=count)
+                .map(|i| 1.0 / (i as f64).powf(theta))
+                .sum::<f64>()
+        };
+        let zeta_n = zeta(n);
+        let zeta_2 = zeta(2);
+        Zipf {
+            n,
+            theta,
+            alpha: 1.0 / (1.0 - theta),
+            zeta_n,
+            eta: (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta_2 / zeta_n),
+        }
+    }
+
+    pub fn rank(&self, rng: &mut Rng) -> u64 {
+        let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let uz = u * self.zeta_n;
+        if uz < 1.0 {
+            return 0;
+        }
+        if uz < 1.0 + 0.5f64.powf(self.theta) {
+            return 1;
+        }
+        ((self.n as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64).min(self.n - 1)
+    }
+
+    /// The item index of a rank: a multiplication by a prime modulo `n`, a permutation.
+    pub fn index(&self, rng: &mut Rng) -> u64 {
+        ((u128::from(self.rank(rng)) * 2_147_483_647u128) % u128::from(self.n)) as u64
+    }
 }
 
 /// The version stored in a value's first 8 bytes.

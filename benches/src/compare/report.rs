@@ -39,6 +39,8 @@ pub enum Unit {
     BytesPerKey,
     /// Bytes, shown as MiB.
     Bytes,
+    /// A share in percent.
+    Percent,
 }
 
 /// One table.
@@ -77,6 +79,306 @@ fn embedded(metric: &'static str) -> Vec<(&'static str, &'static str)> {
         .iter()
         .map(|engine| (*engine, metric))
         .collect()
+}
+
+/// The p99 metric recorded beside a mean, for the rows of [`super::extended`].
+fn extended_p99(metric: &str) -> Option<&'static str> {
+    Some(match metric {
+        "commit_sync_ns" => "commit_sync_p99_ns",
+        "commit_buffered_ns" => "commit_buffered_p99_ns",
+        "blob_4k_put_ns" => "blob_4k_put_p99_ns",
+        "blob_64k_put_ns" => "blob_64k_put_p99_ns",
+        "blob_1m_put_ns" => "blob_1m_put_p99_ns",
+        _ => return None,
+    })
+}
+
+fn extended_table(
+    title: &'static str,
+    workload: &'static str,
+    metric: &'static str,
+    unit: Unit,
+    better: Better,
+    what: &'static str,
+) -> Table {
+    let rows = if workload == "snapshot" {
+        embedded(metric)
+            .into_iter()
+            .filter(|(engine, _)| *engine != "sled")
+            .collect()
+    } else {
+        embedded(metric)
+    };
+    Table {
+        title,
+        workload,
+        rows,
+        p99: extended_p99,
+        unit,
+        better,
+        what,
+    }
+}
+
+/// The tables of the workloads of [`super::extended`].
+fn extended_tables() -> Vec<Table> {
+    use Better::{Higher, Lower};
+    vec![
+        extended_table(
+            "Random get, uniform hits, 1 thread",
+            "get",
+            "get_uniform_ns",
+            Unit::Nanos,
+            Lower,
+            "time per get of a uniformly random existing key (24 B key, 150 B value), value \
+             read, after an untimed warm-up pass; workload `get`",
+        ),
+        extended_table(
+            "Random get, Zipf hits (θ = 0.99), 1 thread",
+            "get",
+            "get_zipf_ns",
+            Unit::Nanos,
+            Lower,
+            "the same gets with keys drawn from a Zipf distribution (YCSB's generator, \
+             θ = 0.99; the hot keys spread over the key space)",
+        ),
+        extended_table(
+            "Random get, misses, 1 thread",
+            "get",
+            "get_miss_ns",
+            Unit::Nanos,
+            Lower,
+            "time per get of a key never written (same format, past the loaded range)",
+        ),
+        extended_table(
+            "Random get, 8 threads (oversubscribed)",
+            "get",
+            "get8_ops_per_s",
+            Unit::Rate,
+            Higher,
+            "gets/s of 8 threads together, uniform hits, on a machine with the CPUs the \
+             Run section gives (2 here: 4 threads per CPU)",
+        ),
+        extended_table(
+            "Random get, 8 threads ÷ 1 thread",
+            "get",
+            "get8_vs_1t",
+            Unit::Factor,
+            Higher,
+            "8-thread gets/s ÷ 1-thread gets/s (uniform hits), same process",
+        ),
+        extended_table(
+            "Bulk load, 16 B keys / 100 B values",
+            "shape16",
+            "s16_load_pairs_per_s",
+            Unit::Rate,
+            Higher,
+            "pairs/s: transactions of 1,000 pairs without a sync, then one sync; workload \
+             `shape16`",
+        ),
+        extended_table(
+            "Random get, 16 B / 100 B, uniform hits",
+            "shape16",
+            "s16_get_uniform_ns",
+            Unit::Nanos,
+            Lower,
+            "time per get, 1 thread",
+        ),
+        extended_table(
+            "Random get, 16 B / 100 B, Zipf hits (θ = 0.99)",
+            "shape16",
+            "s16_get_zipf_ns",
+            Unit::Nanos,
+            Lower,
+            "time per get, 1 thread",
+        ),
+        extended_table(
+            "Random get, 16 B / 100 B, misses",
+            "shape16",
+            "s16_get_miss_ns",
+            Unit::Nanos,
+            Lower,
+            "time per get of a key never written, 1 thread",
+        ),
+        extended_table(
+            "Blob put, 4 KiB",
+            "blob",
+            "blob_4k_put_ns",
+            Unit::Nanos,
+            Lower,
+            "mean time per put of a new 4 KiB value (incompressible), one non-durable commit \
+             each, 1 thread; workload `blob` (keys × 1 KiB per size, 16–128 MiB)",
+        ),
+        extended_table(
+            "Blob get, 4 KiB",
+            "blob",
+            "blob_4k_get_ns",
+            Unit::Nanos,
+            Lower,
+            "time per get of a random one of those blobs, every 64th byte of the value read",
+        ),
+        extended_table(
+            "Blob put, 64 KiB",
+            "blob",
+            "blob_64k_put_ns",
+            Unit::Nanos,
+            Lower,
+            "as above, 64 KiB",
+        ),
+        extended_table(
+            "Blob get, 64 KiB",
+            "blob",
+            "blob_64k_get_ns",
+            Unit::Nanos,
+            Lower,
+            "as above, 64 KiB",
+        ),
+        extended_table(
+            "Blob put, 1 MiB",
+            "blob",
+            "blob_1m_put_ns",
+            Unit::Nanos,
+            Lower,
+            "as above, 1 MiB",
+        ),
+        extended_table(
+            "Blob get, 1 MiB",
+            "blob",
+            "blob_1m_get_ns",
+            Unit::Nanos,
+            Lower,
+            "as above, 1 MiB",
+        ),
+        extended_table(
+            "Durable single commits, 1 thread",
+            "commit",
+            "commit_sync_ns",
+            Unit::Nanos,
+            Lower,
+            "mean time per commit of one put (24 B / 150 B, a new key), each engine in its \
+             durable class (the commit is on stable storage when it returns); workload \
+             `commit`",
+        ),
+        extended_table(
+            "Durable batches of 1,000 puts",
+            "commit",
+            "batch_sync_pairs_per_s",
+            Unit::Rate,
+            Higher,
+            "pairs/s: one durable commit of 1,000 new pairs at a time, 1 thread",
+        ),
+        extended_table(
+            "Group commit, 2 writers, durable",
+            "commit",
+            "group2_commits_per_s",
+            Unit::Rate,
+            Higher,
+            "commits/s of 2 threads, each committing single puts of its own new keys, durable \
+             class",
+        ),
+        extended_table(
+            "Group commit, 4 writers, durable",
+            "commit",
+            "group4_commits_per_s",
+            Unit::Rate,
+            Higher,
+            "the same with 4 threads",
+        ),
+        extended_table(
+            "Group commit, 16 writers, durable",
+            "commit",
+            "group16_commits_per_s",
+            Unit::Rate,
+            Higher,
+            "the same with 16 threads",
+        ),
+        extended_table(
+            "Group commit, 16 writers ÷ 1 writer",
+            "commit",
+            "group16_vs_1t",
+            Unit::Factor,
+            Higher,
+            "16-writer commits/s ÷ the 1-thread commits/s of the single-commit row, same \
+             process",
+        ),
+        extended_table(
+            "Non-durable single commits, 1 thread",
+            "commit",
+            "commit_buffered_ns",
+            Unit::Nanos,
+            Lower,
+            "mean time per commit of one put of a new key, non-durable class, in a store of \
+             its own",
+        ),
+        extended_table(
+            "Compare-and-set on 16 hot keys, 2 threads: successes",
+            "cas",
+            "cas_hot_ok_per_s",
+            Unit::Rate,
+            Higher,
+            "successful compare-and-sets/s of both threads: each picks one of 16 keys, reads \
+             its version/ETag on its own (tenure `get`; the peers read the version kept in \
+             the value), then writes under the condition that it is unchanged (tenure \
+             `put(if_match)`; LMDB, redb, fjall: a write transaction that checks the version; \
+             sled: `compare_and_swap`; SQLite: `UPDATE … WHERE value = old`), non-durable; \
+             workload `cas`",
+        ),
+        extended_table(
+            "Compare-and-set on 16 hot keys, 2 threads: attempts",
+            "cas",
+            "cas_hot_attempts_per_s",
+            Unit::Rate,
+            Higher,
+            "attempts/s (successes + stale-version rejections) of both threads",
+        ),
+        extended_table(
+            "Compare-and-set on 16 hot keys, 2 threads: stale-version rejections",
+            "cas",
+            "cas_hot_reject_pct",
+            Unit::Percent,
+            Better::None,
+            "share of attempts refused because the other thread wrote the key between the \
+             read and the conditional write (not better or worse in itself: it grows with \
+             the gap between the two calls)",
+        ),
+        extended_table(
+            "100-entry snapshot scan, idle",
+            "snapshot",
+            "scan100_ns",
+            Unit::Nanos,
+            Lower,
+            "time per scan of 100 entries from a random key inside one explicit snapshot \
+             (tenure `snapshot()` + `list`; the peers a read transaction), 1 thread; sled has \
+             no snapshots and is left out; workload `snapshot`",
+        ),
+        extended_table(
+            "100-entry snapshot scan while a writer runs",
+            "snapshot",
+            "scan100_busy_ns",
+            Unit::Nanos,
+            Lower,
+            "the same scans while a second thread overwrites random keys, one non-durable \
+             commit per put",
+        ),
+        extended_table(
+            "Writer beside the snapshot scans",
+            "snapshot",
+            "scan100_writer_commits_per_s",
+            Unit::Rate,
+            Higher,
+            "the writer's commits/s during those scans",
+        ),
+        extended_table(
+            "Open (recovery) of a closed store",
+            "open",
+            "open_ns",
+            Unit::Nanos,
+            Lower,
+            "time to open a store holding the workload's keys (24 B / 150 B, loaded in \
+             commits of 1,000 then synced and closed) and read one key; the files are in the \
+             page cache; workload `open`",
+        ),
+    ]
 }
 
 /// The tables, in report order.
@@ -163,6 +465,10 @@ pub fn tables() -> Vec<Table> {
             better: Better::Lower,
             what: "growth of VmRSS (anonymous + mapped file pages) over the load ÷ keys",
         },
+    ]
+    .into_iter()
+    .chain(extended_tables())
+    .chain(vec![
         Table {
             title: "Space after churn and compaction",
             workload: "churn",
@@ -260,7 +566,8 @@ pub fn tables() -> Vec<Table> {
             what: "median time of `pwrite` of 200 B into a preallocated, already-written file \
                    then `fdatasync`",
         },
-    ]
+    ])
+    .collect()
 }
 
 /// Format a figure in its unit.
@@ -271,7 +578,9 @@ pub fn show(unit: Unit, value: f64) -> String {
     match unit {
         Unit::Nanos => {
             let micros = value / 1000.0;
-            if micros >= 100.0 {
+            if micros >= 10_000.0 {
+                format!("{:.1} ms", micros / 1000.0)
+            } else if micros >= 100.0 {
                 format!("{micros:.0} µs")
             } else if micros >= 10.0 {
                 format!("{micros:.1} µs")
@@ -282,13 +591,18 @@ pub fn show(unit: Unit, value: f64) -> String {
         Unit::Rate => {
             if value >= 1e6 {
                 format!("{:.2} M/s", value / 1e6)
-            } else {
+            } else if value >= 1e5 {
                 format!("{:.0} k/s", value / 1e3)
+            } else if value >= 1e3 {
+                format!("{:.1} k/s", value / 1e3)
+            } else {
+                format!("{value:.0}/s")
             }
         }
         Unit::Factor => format!("{value:.2}×"),
         Unit::BytesPerKey => format!("{value:.0} B"),
         Unit::Bytes => format!("{:.1} MiB", value / (1u64 << 20) as f64),
+        Unit::Percent => format!("{value:.2} %"),
     }
 }
 
@@ -345,6 +659,13 @@ impl Results {
         median(&self.per_round(workload, engine, metric))
     }
 
+    /// Whether any engine has a sample of `workload` in `round`.
+    pub fn has_round(&self, workload: &str, round: usize) -> bool {
+        self.by_key
+            .keys()
+            .any(|(w, _, r)| w == workload && *r == round)
+    }
+
     fn has(&self, workload: &str, engine: &str) -> bool {
         self.by_key
             .keys()
@@ -367,12 +688,20 @@ fn ratios_line(ratios: &[f64]) -> String {
 }
 
 /// tenure ÷ the best peer of each round, for one table.
-fn versus_best(results: &Results, table: &Table) -> Option<(Vec<f64>, Vec<String>)> {
+pub fn versus_best(results: &Results, table: &Table) -> Option<(Vec<f64>, Vec<String>)> {
     let (_, tenure_metric) = table.rows.iter().find(|(engine, _)| *engine == "tenure")?;
     let mut ratios = Vec::new();
     let mut winners = Vec::new();
     for round in 0..results.rounds {
         let tenure = results.get(table.workload, "tenure", tenure_metric, round);
+        if !tenure.is_finite() {
+            // A round this workload did not run in (or tenure's child failed).
+            if results.has_round(table.workload, round) {
+                ratios.push(f64::NAN);
+                winners.push("—".into());
+            }
+            continue;
+        }
         let mut best: Option<(&str, f64)> = None;
         for (engine, metric) in &table.rows {
             if *engine == "tenure" {
@@ -427,7 +756,11 @@ pub fn render_tables(results: &Results) -> String {
             header.push_str(" p99 (median) |");
             rule.push_str(" --- |");
         }
-        for round in 0..results.rounds {
+        // Only the rounds the workload ran in (the extended workloads may run fewer).
+        let shown: Vec<usize> = (0..results.rounds)
+            .filter(|round| results.has_round(table.workload, *round))
+            .collect();
+        for round in &shown {
             let _ = write!(header, " round {} |", round + 1);
             rule.push_str(" --- |");
         }
@@ -450,8 +783,8 @@ pub fn render_tables(results: &Results) -> String {
                     .unwrap_or(f64::NAN);
                 let _ = write!(line, " {} |", show(table.unit, p99));
             }
-            for value in &values {
-                let _ = write!(line, " {} |", show(table.unit, *value));
+            for round in &shown {
+                let _ = write!(line, " {} |", show(table.unit, values[*round]));
             }
             if compare {
                 if let Some(tenure_metric) = tenure_metric {

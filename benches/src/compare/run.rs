@@ -11,8 +11,15 @@ use super::report::{self, Results, Sample};
 use super::workloads::ChildConfig;
 use super::Metrics;
 
-/// The workloads, in run order.
-pub const WORKLOADS: [&str; 4] = ["kv", "churn", "lease", "limits"];
+/// The workloads, in run order (those of [`super::extended`] after `kv`).
+pub const WORKLOADS: [&str; 11] = [
+    "kv", "get", "shape16", "blob", "commit", "cas", "snapshot", "open", "churn", "lease", "limits",
+];
+
+/// Whether `workload` is one of [`super::extended::WORKLOADS`] (its own keys and rounds).
+pub fn is_extended(workload: &str) -> bool {
+    super::extended::WORKLOADS.contains(&workload)
+}
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -20,6 +27,10 @@ pub struct Options {
     pub keys: u64,
     pub churn_keys: u64,
     pub rounds: usize,
+    /// Keys of the workloads get, shape16, snapshot and open (and the blob budget, in KiB).
+    pub extended_keys: u64,
+    /// Rounds of the workloads of [`super::extended`].
+    pub extended_rounds: usize,
     pub measure: Duration,
     pub dram_mebibytes: usize,
     pub engines: Vec<String>,
@@ -28,6 +39,10 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// Where the raw samples go, as JSON lines.
     pub json: Option<PathBuf>,
+    /// Where the chart goes (SVG).
+    pub svg: Option<PathBuf>,
+    /// Draw the chart from the samples of an earlier run (its `--json` file) and stop.
+    pub chart_from: Option<PathBuf>,
     /// Parent of the engines' directories.
     pub directory: PathBuf,
     pub command_line: String,
@@ -42,8 +57,10 @@ impl Options {
             keys: if quick { 100_000 } else { 1_000_000 },
             churn_keys: if quick { 20_000 } else { 1_000_000 },
             rounds: 5,
+            extended_keys: if quick { 10_000 } else { 1_000_000 },
+            extended_rounds: if quick { 2 } else { 5 },
             measure: Duration::from_millis(if quick { 100 } else { 1000 }),
-            dram_mebibytes: if quick { 128 } else { 512 },
+            dram_mebibytes: if quick { 64 } else { 512 },
             engines: EMBEDDED
                 .iter()
                 .chain(["redis", "memcached", "raw"].iter())
@@ -52,6 +69,8 @@ impl Options {
             workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
             out: None,
             json: None,
+            svg: None,
+            chart_from: None,
             directory: std::env::temp_dir().join(format!("tenure-compare-{}", std::process::id())),
             command_line: String::new(),
             note: None,
@@ -62,7 +81,15 @@ impl Options {
 /// The engines that take part in a workload.
 fn participants(workload: &str, options: &Options) -> Vec<String> {
     let candidates: Vec<&str> = match workload {
-        "kv" | "churn" => EMBEDDED.to_vec(),
+        "kv" | "churn" | "get" | "shape16" | "blob" | "commit" | "cas" | "open" => {
+            EMBEDDED.to_vec()
+        }
+        // sled has no snapshots (its range reads are not isolated from writers).
+        "snapshot" => EMBEDDED
+            .iter()
+            .copied()
+            .filter(|engine| *engine != "sled")
+            .collect(),
         "lease" => vec!["tenure", "redis", "memcached"],
         "limits" => vec!["raw"],
         _ => vec![],
@@ -155,8 +182,66 @@ pub fn child_main(config: &ChildConfig, directory: &Path) -> i32 {
     }
 }
 
+/// Reads the samples of an earlier run (its `--json` lines).
+fn read_samples(path: &Path) -> Result<Vec<Sample>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut samples = Vec::new();
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{}: {e}", path.display()))?;
+        let metrics = value["metrics"].as_object().map(|object| {
+            object
+                .iter()
+                .filter_map(|(name, value)| Some((name.clone(), value.as_f64()?)))
+                .collect::<Metrics>()
+        });
+        samples.push(Sample {
+            round: value["round"].as_u64().unwrap_or(0) as usize,
+            engine: value["engine"].as_str().unwrap_or_default().to_owned(),
+            workload: value["workload"].as_str().unwrap_or_default().to_owned(),
+            metrics,
+            error: value["error"].as_str().map(str::to_owned),
+            seconds: value["seconds"].as_f64().unwrap_or(0.0),
+        });
+    }
+    Ok(samples)
+}
+
+/// `--chart-from FILE --svg OUT`: the chart of an earlier run, without running anything.
+fn chart_only(options: &Options, from: &Path) -> i32 {
+    let Some(out) = &options.svg else {
+        eprintln!("compare: --chart-from needs --svg");
+        return 2;
+    };
+    let samples = match read_samples(from) {
+        Ok(samples) => samples,
+        Err(error) => {
+            eprintln!("compare: {error}");
+            return 1;
+        }
+    };
+    let rounds = samples.iter().map(|s| s.round + 1).max().unwrap_or(0);
+    let results = Results::new(&samples, rounds);
+    let subtitle = options.note.clone().unwrap_or_else(|| {
+        format!(
+            "From the samples in {} ({rounds} rounds).",
+            from.file_name().unwrap_or_default().to_string_lossy()
+        )
+    });
+    let chart = super::chart::svg(&super::chart::bars(&results), &subtitle);
+    if let Err(error) = std::fs::write(out, chart) {
+        eprintln!("compare: cannot write {}: {error}", out.display());
+        return 1;
+    }
+    eprintln!("compare: wrote {}", out.display());
+    0
+}
+
 /// Runs everything and writes the report. Returns the exit code.
 pub fn parent_main(options: &Options) -> i32 {
+    if let Some(from) = &options.chart_from {
+        return chart_only(options, from);
+    }
     let started = Instant::now();
     if let Err(error) = std::fs::create_dir_all(&options.directory) {
         eprintln!(
@@ -207,8 +292,17 @@ pub fn parent_main(options: &Options) -> i32 {
     .collect();
 
     let mut samples: Vec<Sample> = Vec::new();
-    for round in 0..options.rounds {
+    let all_rounds = options.rounds.max(options.extended_rounds);
+    for round in 0..all_rounds {
         for workload in &options.workloads {
+            let rounds = if is_extended(workload) {
+                options.extended_rounds
+            } else {
+                options.rounds
+            };
+            if round >= rounds {
+                continue;
+            }
             let mut engines = participants(workload, options);
             if engines.is_empty() {
                 continue;
@@ -227,6 +321,8 @@ pub fn parent_main(options: &Options) -> i32 {
                     workload: workload.clone(),
                     keys: if workload == "churn" {
                         options.churn_keys
+                    } else if is_extended(workload) {
+                        options.extended_keys
                     } else {
                         options.keys
                     },
@@ -243,9 +339,9 @@ pub fn parent_main(options: &Options) -> i32 {
                 let (metrics, error) = run_child(options, &config, &directory);
                 let seconds = begun.elapsed().as_secs_f64();
                 eprintln!(
-                    "compare: round {}/{} {workload:>6} {engine:<7} {:6.1} s{}",
+                    "compare: round {}/{} {workload:>8} {engine:<9} {:6.1} s{}",
                     round + 1,
-                    options.rounds,
+                    rounds,
                     seconds,
                     error
                         .as_deref()
@@ -273,7 +369,7 @@ pub fn parent_main(options: &Options) -> i32 {
     let _ = std::fs::remove_dir_all(&options.directory);
 
     let elapsed = started.elapsed();
-    let results = Results::new(&samples, options.rounds);
+    let results = Results::new(&samples, all_rounds);
     let markdown = render(
         options,
         &results,
@@ -285,6 +381,21 @@ pub fn parent_main(options: &Options) -> i32 {
         elapsed,
     );
     println!("{markdown}");
+    if let Some(path) = &options.svg {
+        let bars = super::chart::bars(&results);
+        let subtitle = format!(
+            "{} mode, {} rounds ({} for get..open), {}.",
+            if options.quick { "Quick" } else { "Full" },
+            options.rounds,
+            options.extended_rounds,
+            command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
+        );
+        if let Err(error) = std::fs::write(path, super::chart::svg(&bars, &subtitle)) {
+            eprintln!("compare: cannot write {}: {error}", path.display());
+            return 1;
+        }
+        eprintln!("compare: wrote {}", path.display());
+    }
     if let Some(path) = &options.out {
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
@@ -456,13 +567,15 @@ fn render(
     );
     let _ = writeln!(
         out,
-        "- shape: {} keys of {} B, values of {} B ({} keys in the churn workload); {} rounds; \
-         each timed measurement runs {} ms after an untimed warm-up of the same length; took \
-         {:.0} s in all",
+        "- shape: {} keys of {} B, values of {} B ({} keys in the churn workload; {} keys and \
+         {} rounds in the workloads get … open); {} rounds; each timed measurement runs {} ms \
+         after an untimed warm-up of the same length; took {:.0} s in all",
         options.keys,
         super::KEY_BYTES,
         super::VALUE_BYTES,
         options.churn_keys,
+        options.extended_keys,
+        options.extended_rounds,
         options.rounds,
         options.measure.as_millis(),
         elapsed.as_secs_f64()
@@ -528,6 +641,42 @@ fn render(
          fjall read and write in one write transaction (no separate read before it); tenure \
          does a `get` and then a conditional `put`, as a client of its API would.\n"
     );
+    let _ = writeln!(
+        out,
+        "- The durable rows (workload `commit`) open every engine in its durable class, each \
+         commit on stable storage when it returns: tenure `Durability::Sync`; LMDB without \
+         `NO_SYNC`; redb `Durability::Immediate`; sled `flush()` after each commit (it has no \
+         durable commit mode), then `fdatasync` of its `db` file, because sled's flush ends in \
+         `sync_file_range`, which does not flush the drive's cache; fjall write transactions with \
+         `durability(Some(PersistMode::SyncAll))`; SQLite WAL with `synchronous=FULL`. \
+         SQLite's writers share one connection behind a mutex (SQLite has one writer at a \
+         time).\n\
+         - Every get row, blobs included, uses tenure's `Store::get`, which returns an owned \
+         copy of the value (its borrowed read, `Snapshot::get_borrowed`, needs a snapshot per \
+         read and is not used); LMDB and redb hand out views of their mapped pages. The blob \
+         gets read every 64th byte of the value in every engine.\n\
+         - The rows of the workloads `get`, `shape16`, `blob`, `commit`, `cas`, `snapshot` and \
+         `open` ran with {} keys in {} rounds{}.\n",
+        options.extended_keys,
+        options.extended_rounds,
+        if options.quick {
+            " (quick mode: a smoke run, not a measurement to quote)"
+        } else {
+            ""
+        }
+    );
+    if let Some(svg) = &options.svg {
+        let name = svg
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "![tenure ÷ best peer per row, log scale]({name})\n\n\
+             The chart ([{name}]({name})): tenure ÷ the best peer for every row below, inverted \
+             for rows where lower is better, so bars right of 1× are rows tenure wins.\n"
+        );
+    }
     let _ = writeln!(out, "## Targets of the issues\n");
     out.push_str(&report::render_targets(results));
     let _ = writeln!(out, "\n## Results\n");

@@ -52,7 +52,15 @@ pub fn run(config: &ChildConfig, directory: &Path) -> Result<Metrics> {
             config.dram_mebibytes,
             config.measure,
         )),
-        (workload, engine) => Err(format!("no workload {workload} for engine {engine}").into()),
+        (workload, engine) => super::extended::run(
+            workload,
+            engine,
+            config.keys,
+            config.measure,
+            config.round,
+            directory,
+        )
+        .unwrap_or_else(|| Err(format!("no workload {workload} for engine {engine}").into())),
     }
 }
 
