@@ -348,7 +348,7 @@ fn extended_tables() -> Vec<Table> {
             Unit::Nanos,
             Lower,
             "time per scan of 100 entries from a random key inside one explicit snapshot \
-             (tenure `snapshot()` + `list`; the peers a read transaction), 1 thread; sled has \
+             (tenure `snapshot()` + `Snapshot::scan`; the peers a read transaction), 1 thread; sled has \
              no snapshots and is left out; workload `snapshot`",
         ),
         extended_table(

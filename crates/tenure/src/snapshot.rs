@@ -59,12 +59,9 @@ impl Snapshot<'_> {
         options: &ReadOptions,
     ) -> Result<BorrowedItem<'_>> {
         self.store.check_open()?;
-        let item =
+        let (item, location) =
             self.store
                 .read_at(self.version, self.now, container, key, options, false, true)?;
-        let location = self
-            .store
-            .value_location_at(self.version, self.now, container, key)?;
         let guard = crossbeam_epoch::pin();
         let value = match location {
             Some(location) => {
@@ -84,6 +81,7 @@ impl Snapshot<'_> {
         self.store.check_open()?;
         self.store
             .read_at(self.version, self.now, container, key, options, true, true)
+            .map(|(item, _)| item)
     }
 
     pub fn get_properties(
@@ -95,6 +93,7 @@ impl Snapshot<'_> {
         self.store.check_open()?;
         self.store
             .read_at(self.version, self.now, container, key, options, false, true)
+            .map(|(item, _)| item)
     }
 
     pub fn list(

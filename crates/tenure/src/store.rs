@@ -305,6 +305,7 @@ impl StoreShared {
             true,
             false,
         )
+        .map(|(item, _)| item)
     }
 
     /// Like `get`, without the value.
@@ -324,6 +325,7 @@ impl StoreShared {
             false,
             false,
         )
+        .map(|(item, _)| item)
     }
 
     /// The item if its version differs from `version`, else `None` (SPEC §6).
@@ -334,7 +336,7 @@ impl StoreShared {
         version: Version,
     ) -> Result<Option<Item>> {
         self.check_open()?;
-        let item = self.read_at(
+        let (item, _) = self.read_at(
             self.version(),
             self.now(),
             container,
@@ -361,7 +363,7 @@ impl StoreShared {
         options: &ReadOptions,
         with_value: bool,
         repeatable: bool,
-    ) -> Result<Item> {
+    ) -> Result<(Item, Option<ValueLocation>)> {
         validate::container_name(container)?;
         validate::key(key, &self.limits)?;
         conditions::validate_read(&options.conditions)?;
@@ -405,7 +407,7 @@ impl StoreShared {
         options: &ReadOptions,
         with_value: bool,
         repeatable: bool,
-    ) -> Result<Item> {
+    ) -> Result<(Item, Option<ValueLocation>)> {
         let guard = crossbeam_epoch::pin();
         // A plain read re-reads the version once pinned: a segment removed before the pin was
         // compacted at a version no newer than this one, so nothing found points into it.
@@ -431,7 +433,7 @@ impl StoreShared {
             )
             .map_err(|error| crate::rules::with_current_etag(error, Some(facts.etag)))?;
             conditions::check_read(&options.conditions, Some(&facts))?;
-            self.item_from(key, node, with_value, &guard)
+            Ok((self.item_from(key, node, with_value, &guard)?, node.value))
         })
     }
 
@@ -487,26 +489,6 @@ impl StoreShared {
                 .unwrap_or_default(),
             expires_at: node.expires_at,
         })
-    }
-
-    /// Where the value of the item a snapshot at `version` sees lies in the log.
-    pub(crate) fn value_location_at(
-        &self,
-        version: Version,
-        now: Timestamp,
-        container: &str,
-        key: &[u8],
-    ) -> Result<Option<ValueLocation>> {
-        let container_id = self
-            .catalog
-            .visible_id(container, version)
-            .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
-        let guard = crossbeam_epoch::pin();
-        Ok(self.index.with_slot(&index_key(container_id, key), |slot| {
-            slot.and_then(|slot| slot.visible(version, &guard))
-                .filter(|node| node.is_live_at(now))
-                .and_then(|node| node.value)
-        }))
     }
 
     pub(crate) fn value_bytes<'g>(
