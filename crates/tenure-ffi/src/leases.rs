@@ -550,7 +550,9 @@ pub unsafe extern "C" fn tenure_lease_get_info(
 /// As tenure_lease_get_info, with the holder label of the lease's acquire, read at once: the
 /// label is copied into `holder` (`holder_capacity` bytes, not NUL-terminated; NULL only with
 /// 0) and its length written to `*holder_length_out`; `*has_holder_out` says whether there is
-/// one (no lease, or an acquire without a label: false, length 0). A label longer than
+/// one: the label of the last acquire while the lease exists (leased, breaking, expired or
+/// broken); false, length 0, when it is available (never leased, released) or was acquired
+/// without a label. A label longer than
 /// `holder_capacity` is TENURE_ERR_BUFFER_TOO_SMALL with only `*holder_length_out` written;
 /// TENURE_LEASE_HOLDER_MAX bytes always suffice.
 #[no_mangle]
