@@ -174,6 +174,8 @@ int main(void) {
     EACH_BAD(STORE, tenure_store *, tenure_cursor_open(h, 0, NULL, false, &cursor));
     EACH_BAD(STORE, tenure_store *, tenure_store_wait_for_changes(h, 0, 0, &flag));
     EACH_BAD(STORE, tenure_store *, tenure_store_compact(h, &report));
+    /* The same handles with no report to fill: still refused for the handle. */
+    EACH_BAD(STORE, tenure_store *, tenure_store_compact(h, NULL));
     EACH_BAD(STORE, tenure_store *, tenure_container_get_properties(h, "items", &container_properties, NULL, 0, NULL));
     EACH_BAD(STORE, tenure_store *, tenure_container_set_metadata(h, "items", &entry, 1, NULL, etag));
     EACH_BAD(STORE, tenure_store *, tenure_list_containers(h, buffer, sizeof buffer, &length, &length));
