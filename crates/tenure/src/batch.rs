@@ -9,6 +9,7 @@
 //! pending nodes to resolve and never build on them, so taking them back always succeeds and
 //! a batch is never half visible.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -38,25 +39,55 @@ const MAX_BATCH_ATTEMPTS: usize = 10_000;
 enum Operation {
     Write {
         kind: WriteKind,
-        container: String,
-        key: Vec<u8>,
+        /// Shared with the operation before it when that names the same container, so a batch
+        /// of writes to one container holds its name once.
+        container: Arc<str>,
+        key: Span,
         /// `None` deletes.
-        value: Option<Vec<u8>>,
+        value: Option<Span>,
         options: WriteOptions,
     },
     Check {
-        container: String,
-        key: Vec<u8>,
+        container: Arc<str>,
+        key: Span,
         options: WriteOptions,
     },
 }
 
+/// Where an operation's key or value is in the batch's byte arena.
+#[derive(Clone, Copy)]
+struct Span {
+    start: usize,
+    length: usize,
+}
+
+impl Span {
+    fn of(self, bytes: &[u8]) -> &[u8] {
+        &bytes[self.start..self.start + self.length]
+    }
+}
+
 impl Operation {
-    fn target(&self) -> (&str, &[u8]) {
+    fn container(&self) -> Arc<str> {
+        match self {
+            Operation::Write { container, .. } | Operation::Check { container, .. } => {
+                Arc::clone(container)
+            }
+        }
+    }
+
+    /// The operation's container and key (`bytes`: the batch's arena).
+    fn target<'a>(&'a self, bytes: &'a [u8]) -> (&'a str, &'a [u8]) {
         match self {
             Operation::Write { container, key, .. } | Operation::Check { container, key, .. } => {
-                (container, key)
+                (container, key.of(bytes))
             }
+        }
+    }
+
+    fn container_name(&self) -> &str {
+        match self {
+            Operation::Write { container, .. } | Operation::Check { container, .. } => container,
         }
     }
 }
@@ -65,6 +96,9 @@ impl Operation {
 pub struct Batch<'store> {
     store: &'store StoreShared,
     operations: Vec<Operation>,
+    /// Every operation's key and value, one after another: one growing buffer instead of two
+    /// allocations per operation.
+    bytes: Vec<u8>,
 }
 
 /// The item state an operation sees: what is stored, or what an earlier operation wrote.
@@ -112,6 +146,7 @@ impl StoreShared {
         Batch {
             store: self,
             operations: Vec::new(),
+            bytes: Vec::new(),
         }
     }
 }
@@ -159,9 +194,11 @@ impl<'store> Batch<'store> {
     /// A check that also names the item's lease id or lock handle (`options.conditions`,
     /// `lease_id`, `lock_handle`; the other fields are ignored).
     pub fn check_with(&mut self, container: &str, key: &[u8], options: WriteOptions) -> &mut Self {
+        let container = self.shared_container_name(container);
+        let key = self.append_bytes(key);
         self.operations.push(Operation::Check {
-            container: container.to_owned(),
-            key: key.to_vec(),
+            container,
+            key,
             options,
         });
         self
@@ -175,14 +212,34 @@ impl<'store> Batch<'store> {
         value: Option<&[u8]>,
         options: WriteOptions,
     ) -> &mut Self {
+        let container = self.shared_container_name(container);
+        let key = self.append_bytes(key);
+        let value = value.map(|value| self.append_bytes(value));
         self.operations.push(Operation::Write {
             kind,
-            container: container.to_owned(),
-            key: key.to_vec(),
-            value: value.map(<[u8]>::to_vec),
+            container,
+            key,
+            value,
             options,
         });
         self
+    }
+
+    /// The previous operation's container name when it is the same, else a new one.
+    fn shared_container_name(&self, container: &str) -> Arc<str> {
+        match self.operations.last() {
+            Some(previous) if previous.container_name() == container => previous.container(),
+            _ => Arc::from(container),
+        }
+    }
+
+    fn append_bytes(&mut self, bytes: &[u8]) -> Span {
+        let span = Span {
+            start: self.bytes.len(),
+            length: bytes.len(),
+        };
+        self.bytes.extend_from_slice(bytes);
+        span
     }
 
     pub fn len(&self) -> usize {
@@ -238,13 +295,14 @@ impl<'store> Batch<'store> {
         }
         let mut total_bytes = 0usize;
         for (index, operation) in self.operations.iter().enumerate() {
-            let (container, key) = operation.target();
+            let (container, key) = operation.target(&self.bytes);
             let checked =
                 validate::container_name(container).and_then(|()| validate::key(key, limits));
             let checked = checked.and_then(|()| match operation {
                 Operation::Write { value, options, .. } => {
-                    total_bytes += key.len() + value.as_ref().map_or(0, Vec::len);
-                    validate::value(value.as_deref().unwrap_or(&[]), limits)
+                    let value = value.map_or(&[][..], |value| value.of(&self.bytes));
+                    total_bytes += key.len() + value.len();
+                    validate::value(value, limits)
                         .and_then(|()| validate::metadata(&options.metadata, limits))
                         .and_then(|()| {
                             validate::content_type(options.content_type.as_deref(), limits)
@@ -272,31 +330,40 @@ impl<'store> Batch<'store> {
         let store = self.store;
         let guard = crossbeam_epoch::pin();
         let now = store.now();
-        let mut touched: HashMap<Box<[u8]>, Touched<'_>> = HashMap::new();
-        let mut order: Vec<Box<[u8]>> = Vec::new();
+        // The keys the batch touches, in the order it first touches them, and where each one
+        // is in `touched`. Keyed by borrowed (container id, key): no key is copied.
+        let mut touched: Vec<Touched<'_>> = Vec::with_capacity(self.operations.len());
+        let mut positions: HashMap<(u64, &[u8]), usize, foldhash::fast::RandomState> =
+            HashMap::with_capacity_and_hasher(self.operations.len(), Default::default());
+        // Consecutive operations mostly name the same container: look it up once for them.
+        let mut last_container: Option<(&str, Arc<Incarnation>)> = None;
         // Evaluate every operation in order against heads plus the overlay.
         for (index, operation) in self.operations.iter().enumerate() {
-            let (container, key) = operation.target();
-            let incarnation = store
-                .catalog
-                .live(container)
-                .ok_or_else(|| self.failed(index, Error::rejected(ErrorCode::ContainerNotFound)))?;
-            let key_bytes: Box<[u8]> = index_key(incarnation.id, key).into();
-            if !touched.contains_key(&key_bytes) {
-                let slot = store.index.get_or_insert(&key_bytes);
-                let head = slot.settled_head(&guard);
-                // SAFETY: nodes reachable from a slot are freed only through the epoch.
-                let facts = unsafe { head.as_ref() }
-                    .filter(|node| node.is_live_at(now))
-                    .map(facts_of);
-                // SAFETY: as above.
-                let coordination = unsafe { head.as_ref() }
-                    .and_then(|node| node.coordination.as_deref().cloned())
-                    .unwrap_or_default();
-                order.push(key_bytes.clone());
-                touched.insert(
-                    key_bytes.clone(),
-                    Touched {
+            let (container, key) = operation.target(&self.bytes);
+            let incarnation = match &last_container {
+                Some((name, incarnation)) if *name == container => Arc::clone(incarnation),
+                _ => {
+                    let incarnation = store.catalog.live(container).ok_or_else(|| {
+                        self.failed(index, Error::rejected(ErrorCode::ContainerNotFound))
+                    })?;
+                    last_container = Some((container, Arc::clone(&incarnation)));
+                    incarnation
+                }
+            };
+            let position = match positions.entry((incarnation.id, key)) {
+                Entry::Occupied(occupied) => *occupied.get(),
+                Entry::Vacant(vacant) => {
+                    let slot = store.index.get_or_insert(&index_key(incarnation.id, key));
+                    let head = slot.settled_head(&guard);
+                    // SAFETY: nodes reachable from a slot are freed only through the epoch.
+                    let facts = unsafe { head.as_ref() }
+                        .filter(|node| node.is_live_at(now))
+                        .map(facts_of);
+                    // SAFETY: as above.
+                    let coordination = unsafe { head.as_ref() }
+                        .and_then(|node| node.coordination.as_deref().cloned())
+                        .unwrap_or_default();
+                    touched.push(Touched {
                         slot,
                         incarnation,
                         head,
@@ -304,10 +371,11 @@ impl<'store> Batch<'store> {
                         seen: Seen::Stored(facts),
                         coordination,
                         final_write: None,
-                    },
-                );
-            }
-            let entry = touched.get_mut(&key_bytes).expect("inserted above");
+                    });
+                    *vacant.insert(touched.len() - 1)
+                }
+            };
+            let entry = &mut touched[position];
             let facts = entry.seen.facts();
             let (kind, options) = match operation {
                 Operation::Write { kind, options, .. } => (*kind, options),
@@ -348,8 +416,7 @@ impl<'store> Batch<'store> {
         }
         // One record for the whole batch.
         let mut writes = Vec::new();
-        for key_bytes in &order {
-            let entry = &touched[key_bytes];
+        for entry in &touched {
             if let Some(index) = entry.final_write {
                 let Operation::Write {
                     key,
@@ -360,45 +427,49 @@ impl<'store> Batch<'store> {
                 else {
                     unreachable!("final writes are writes")
                 };
-                writes.push((
-                    key_bytes.clone(),
-                    ItemWrite {
-                        container_id: entry.incarnation.id,
-                        key,
-                        value: value.as_deref(),
-                        last_modified: now,
-                        expires_at: value.as_ref().and_then(|_| {
-                            ttl::expires_at(now, options.ttl, entry.incarnation.default_ttl_seconds)
-                        }),
-                        content_type: options.content_type.as_deref(),
-                        metadata: &options.metadata,
-                        etag_version: 0,
-                        created: !entry.existed_before && value.is_some(),
-                        expired: false,
-                        coordination: Some(&entry.coordination),
-                    },
-                ));
+                let value = value.map(|value| value.of(&self.bytes));
+                writes.push(ItemWrite {
+                    container_id: entry.incarnation.id,
+                    key: key.of(&self.bytes),
+                    value,
+                    last_modified: now,
+                    expires_at: value.and_then(|_| {
+                        ttl::expires_at(now, options.ttl, entry.incarnation.default_ttl_seconds)
+                    }),
+                    content_type: options.content_type.as_deref(),
+                    metadata: &options.metadata,
+                    etag_version: 0,
+                    created: !entry.existed_before && value.is_some(),
+                    expired: false,
+                    coordination: Some(&entry.coordination),
+                });
             }
         }
-        let mut payload = vec![codec::OP_BATCH];
-        payload.extend_from_slice(&(writes.len() as u32).to_le_bytes());
         let mut value_offsets = Vec::with_capacity(writes.len());
-        for (_, write) in &writes {
-            value_offsets.push(codec::encode_item_write(&mut payload, write));
-        }
-        let mut reservation = store.log.reserve(payload.len())?;
-        reservation.payload_mut().copy_from_slice(&payload);
+        let reservation = codec::with_record_scratch(|payload| {
+            // Sized exactly up front: a large batch's payload is never copied to grow it.
+            let payload_bytes = 1 + 4 + writes.iter().map(codec::item_write_size).sum::<usize>();
+            payload.reserve(payload_bytes);
+            payload.push(codec::OP_BATCH);
+            payload.extend_from_slice(&(writes.len() as u32).to_le_bytes());
+            for write in &writes {
+                value_offsets.push(codec::encode_item_write(payload, write));
+            }
+            debug_assert_eq!(payload.len(), payload_bytes);
+            let mut reservation = store.log.reserve(payload.len())?;
+            reservation.payload_mut().copy_from_slice(payload);
+            Ok::<_, Error>(reservation)
+        })?;
         let version = reservation.version();
         let record_start = reservation.location() + HEADER_BYTES as u64;
         // Install pending nodes: the written state, or a placeholder on checked-only keys.
         let mut installed: Vec<(&Touched<'_>, Shared<'_, VersionNode>, bool)> = Vec::new();
         let mut write_at = 0;
         let mut moved = false;
-        for key_bytes in &order {
-            let entry = &touched[key_bytes];
+        for entry in &touched {
             let node = match entry.final_write {
                 Some(_) => {
-                    let (_, write) = &writes[write_at];
+                    let write = &writes[write_at];
                     let offset = value_offsets[write_at];
                     write_at += 1;
                     VersionNode {

@@ -6,6 +6,28 @@ use crate::clock::Timestamp;
 use crate::rules::lease::{LeaseDuration, LeaseId, LeaseRecord};
 use crate::rules::lock::{LockHandle, LockRecord};
 
+/// Bytes of record buffer a thread keeps between writes (see [`with_record_scratch`]): a
+/// larger record's buffer is freed after use, so an idle thread holds at most this much.
+const RECORD_SCRATCH_KEPT_BYTES: usize = 256 * 1024;
+
+thread_local! {
+    static RECORD_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `encode` on this thread's record buffer, emptied first. Writes encode their log
+/// record there and copy it into the log from inside `encode`, so a write allocates nothing
+/// for its record. Not reentrant: `encode` must not write to the store.
+pub fn with_record_scratch<R>(encode: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    RECORD_SCRATCH.with_borrow_mut(|scratch| {
+        scratch.clear();
+        let result = encode(scratch);
+        if scratch.capacity() > RECORD_SCRATCH_KEPT_BYTES {
+            *scratch = Vec::new();
+        }
+        result
+    })
+}
+
 pub const OP_ITEM_WRITE: u8 = 1;
 pub const OP_CONTAINER_CREATE: u8 = 2;
 pub const OP_CONTAINER_DELETE: u8 = 3;
@@ -77,8 +99,6 @@ fn put_metadata(out: &mut Vec<u8>, metadata: &[(String, String)]) {
 
 /// Bytes `encode_item_write` will produce (so the log record can be reserved first).
 pub fn item_write_size(write: &ItemWrite<'_>) -> usize {
-    let mut coordination = Vec::new();
-    encode_coordination(&mut coordination, write.coordination);
     let metadata: usize = write
         .metadata
         .iter()
@@ -94,9 +114,21 @@ pub fn item_write_size(write: &ItemWrite<'_>) -> usize {
         + 4
         + metadata
         + 8
-        + coordination.len()
+        + coordination_size(write.coordination)
         + 4
         + write.value.map_or(0, <[u8]>::len)
+}
+
+/// Bytes `encode_coordination` will produce, counted without encoding (no allocation on the
+/// write path).
+fn coordination_size(coordination: Option<&Coordination>) -> usize {
+    let lease = coordination.and_then(|coordination| coordination.lease.as_ref());
+    let lock = coordination.and_then(|coordination| coordination.lock.as_ref());
+    // flags; lease: id 16, duration 4, deadline 8, break deadline 8, broken 1, fence 8,
+    // holder length 2 + holder; lock: handle 16, deadline 8, item absent 1.
+    1 + lease.map_or(0, |lease| {
+        16 + 4 + 8 + 8 + 1 + 8 + 2 + lease.holder.as_deref().map_or(0, str::len)
+    }) + lock.map_or(0, |_| 16 + 8 + 1)
 }
 
 fn encode_lease(out: &mut Vec<u8>, lease: &LeaseRecord) {
@@ -657,6 +689,53 @@ fn decode_item<'a>(reader: &mut Reader<'a>) -> Decoded<DecodedItem<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coordination_size_matches_its_encoding() {
+        let lease = |holder: Option<&str>| LeaseRecord {
+            id: LeaseId(u128::MAX - 3),
+            duration: LeaseDuration::Fixed { seconds: 15 },
+            deadline: Some(1_000),
+            break_deadline: None,
+            broken: false,
+            fence: 9,
+            holder: holder.map(str::to_owned),
+        };
+        let lock = LockRecord {
+            handle: LockHandle(5),
+            deadline: 77,
+            item_absent: true,
+        };
+        let cases = [
+            None,
+            Some(Coordination::default()),
+            Some(Coordination {
+                lease: Some(lease(None)),
+                lock: None,
+            }),
+            Some(Coordination {
+                lease: Some(lease(Some("worker 7"))),
+                lock: None,
+            }),
+            Some(Coordination {
+                lease: Some(lease(Some(""))),
+                lock: Some(lock),
+            }),
+            Some(Coordination {
+                lease: None,
+                lock: Some(lock),
+            }),
+        ];
+        for coordination in &cases {
+            let mut encoded = Vec::new();
+            encode_coordination(&mut encoded, coordination.as_ref());
+            assert_eq!(
+                coordination_size(coordination.as_ref()),
+                encoded.len(),
+                "{coordination:?}"
+            );
+        }
+    }
 
     #[test]
     fn item_write_round_trip_and_size() {

@@ -123,11 +123,6 @@ fn generated_lock_handle() -> LockHandle {
     LockHandle(random_v4_id())
 }
 
-thread_local! {
-    /// Where a lease or lock action encodes its record before copying it into the log.
-    static RECORD_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// A coordination decision: the key's new lease and lock, and what the caller gets back.
 struct Decision<T> {
     coordination: Coordination,
@@ -184,7 +179,7 @@ impl StoreShared {
                 Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
             };
             let etag_version = current.map_or(0, |node| node.etag_version);
-            let mut reservation = RECORD_SCRATCH.with_borrow_mut(|scratch| {
+            let mut reservation = codec::with_record_scratch(|scratch| {
                 codec::encode_item_coordination(
                     scratch,
                     incarnation.id,
@@ -207,7 +202,7 @@ impl StoreShared {
                 Some(expires_at) => expires_at,
                 None => current.and_then(|node| node.expires_at),
             };
-            RECORD_SCRATCH.with_borrow_mut(|scratch| {
+            codec::with_record_scratch(|scratch| {
                 codec::encode_item_coordination(
                     scratch,
                     incarnation.id,

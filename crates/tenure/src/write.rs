@@ -315,9 +315,9 @@ impl StoreShared {
                 Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
             };
             // 6. the change, atomically with the checks: the CAS expects `head`.
-            let (value, properties): (Option<Vec<u8>>, Properties) = match change {
+            let (value, properties): (Option<&[u8]>, Properties) = match change {
                 Change::Value(value) => (
-                    Some(value.to_vec()),
+                    Some(value),
                     Properties {
                         content_type: options.content_type.clone(),
                         metadata: options.metadata.clone(),
@@ -326,9 +326,10 @@ impl StoreShared {
                 Change::Delete => (None, Properties::default()),
                 Change::Properties | Change::Metadata => {
                     let node = current.expect("existence was checked");
+                    // Borrowed from the log under `guard`, which outlives this write.
                     let value = match node.value {
-                        Some(location) => self.value_bytes(location, &guard)?.to_vec(),
-                        None => Vec::new(),
+                        Some(location) => self.value_bytes(location, &guard)?,
+                        None => &[],
                     };
                     let content_type = match change {
                         Change::Metadata => node
@@ -352,7 +353,7 @@ impl StoreShared {
             let write = ItemWrite {
                 container_id: incarnation.id,
                 key,
-                value: value.as_deref(),
+                value,
                 last_modified: now,
                 expires_at,
                 content_type: properties.content_type.as_deref(),
@@ -362,17 +363,20 @@ impl StoreShared {
                 expired: false,
                 coordination: Some(&coordination),
             };
-            let mut payload = Vec::with_capacity(1 + codec::item_write_size(&write));
-            payload.push(codec::OP_ITEM_WRITE);
-            let value_offset = codec::encode_item_write(&mut payload, &write);
-            let mut reservation = self.log.reserve(payload.len())?;
-            reservation.payload_mut().copy_from_slice(&payload);
+            let (reservation, value_offset) = codec::with_record_scratch(|payload| {
+                payload.reserve(1 + codec::item_write_size(&write));
+                payload.push(codec::OP_ITEM_WRITE);
+                let value_offset = codec::encode_item_write(payload, &write);
+                let mut reservation = self.log.reserve(payload.len())?;
+                reservation.payload_mut().copy_from_slice(payload);
+                Ok::<_, Error>((reservation, value_offset))
+            })?;
             let version = reservation.version();
             let node = Owned::new(VersionNode {
                 version,
                 etag_version: version,
                 status: COMMITTED.into(),
-                value: value.as_ref().map(|value| ValueLocation {
+                value: value.map(|value| ValueLocation {
                     offset: reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
                     length: value.len() as u32,
                 }),
