@@ -171,6 +171,11 @@ pub fn encode_coordination(out: &mut Vec<u8>, coordination: Option<&Coordination
     }
 }
 
+/// Bytes `encode_item_coordination` will produce (so the record can be reserved first).
+pub fn item_coordination_size(key: &[u8], coordination: &Coordination) -> usize {
+    1 + 8 + 4 + key.len() + 8 + 8 + coordination_size(Some(coordination))
+}
+
 /// Encodes the record into `out` (cleared first): callers reuse one buffer per thread, so a
 /// lease action allocates nothing for its record.
 pub fn encode_item_coordination(
@@ -731,6 +736,13 @@ mod tests {
             encode_coordination(&mut encoded, coordination.as_ref());
             assert_eq!(
                 coordination_size(coordination.as_ref()),
+                encoded.len(),
+                "{coordination:?}"
+            );
+            let coordination = coordination.clone().unwrap_or_default();
+            encode_item_coordination(&mut encoded, 3, b"some key", 11, Some(5), &coordination);
+            assert_eq!(
+                item_coordination_size(b"some key", &coordination),
                 encoded.len(),
                 "{coordination:?}"
             );

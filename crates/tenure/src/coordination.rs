@@ -179,17 +179,9 @@ impl StoreShared {
                 Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
             };
             let etag_version = current.map_or(0, |node| node.etag_version);
-            let mut reservation = codec::with_record_scratch(|scratch| {
-                codec::encode_item_coordination(
-                    scratch,
-                    incarnation.id,
-                    key,
-                    etag_version,
-                    None,
-                    &sizing.coordination,
-                );
-                self.log.reserve(scratch.len())
-            })?;
+            let mut reservation = self
+                .log
+                .reserve(codec::item_coordination_size(key, &sizing.coordination))?;
             let version = reservation.version();
             let decision = match decide(current, &state, now, version) {
                 Ok(decision) => decision,

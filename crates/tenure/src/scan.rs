@@ -34,17 +34,8 @@ impl Snapshot<'_> {
         let store = self.store();
         store.check_open()?;
         crate::validate::container_name(container)?;
-        for (argument, bytes) in [("prefix", prefix), ("from", from)] {
-            if bytes.len() > store.limits.max_key_bytes {
-                return Err(Error::invalid(
-                    argument,
-                    format!(
-                        "longer than the key limit of {} bytes",
-                        store.limits.max_key_bytes
-                    ),
-                ));
-            }
-        }
+        crate::validate::key_bound("prefix", prefix, &store.limits)?;
+        crate::validate::key_bound("from", from, &store.limits)?;
         let version = self.version();
         let now = self.now();
         let container_id = store

@@ -535,15 +535,7 @@ impl StoreShared {
         repeatable: bool,
     ) -> Result<Page> {
         validate::container_name(container)?;
-        if prefix.len() > self.limits.max_key_bytes {
-            return Err(Error::invalid(
-                "prefix",
-                format!(
-                    "longer than the key limit of {} bytes",
-                    self.limits.max_key_bytes
-                ),
-            ));
-        }
+        validate::key_bound("prefix", prefix, &self.limits)?;
         if page_size == 0 || page_size > self.limits.max_page_size {
             return Err(Error::invalid(
                 "page_size",

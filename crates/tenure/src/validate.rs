@@ -41,6 +41,20 @@ pub fn key(key: &[u8], limits: &Limits) -> Result<()> {
     Ok(())
 }
 
+/// A key prefix or a start key: may be empty, no longer than a key.
+pub fn key_bound(argument: &'static str, bytes: &[u8], limits: &Limits) -> Result<()> {
+    if bytes.len() > limits.max_key_bytes {
+        return Err(Error::invalid(
+            argument,
+            format!(
+                "longer than the key limit of {} bytes",
+                limits.max_key_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub fn value(value: &[u8], limits: &Limits) -> Result<()> {
     if value.len() > limits.max_value_bytes {
         return Err(Error::invalid(
