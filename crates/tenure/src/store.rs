@@ -93,6 +93,7 @@ impl Store {
             };
             Log::open(storage, &log_options, &mut replay)?
         };
+        index.finish_replay();
         catalog.finish_replay();
         let background_interval = options.background_compaction_interval;
         let shared = Arc::new(StoreShared {
@@ -826,7 +827,7 @@ fn replay_item(
         return;
     }
     let guard = crossbeam_epoch::pin();
-    let slot = index.get_or_insert(&index_key(incarnation.id, item.write.key));
+    let slot = index.get_or_insert_replaying(&index_key(incarnation.id, item.write.key));
     let head = slot.head.load(Ordering::Acquire, &guard);
     // SAFETY: single-threaded replay; nodes are freed only through the epoch.
     if relocated && unsafe { head.as_ref() }.is_some_and(|node| node.version > version) {
@@ -880,7 +881,7 @@ fn replay_coordination(
         return;
     }
     let guard = crossbeam_epoch::pin();
-    let slot = index.get_or_insert(&index_key(incarnation.id, key));
+    let slot = index.get_or_insert_replaying(&index_key(incarnation.id, key));
     let head = slot.head.load(Ordering::Acquire, &guard);
     // SAFETY: single-threaded replay.
     let current = unsafe { head.as_ref() };
