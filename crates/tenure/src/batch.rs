@@ -129,7 +129,7 @@ impl Seen {
 }
 
 struct Touched<'g> {
-    slot: Arc<ItemSlot>,
+    slot: ItemSlot,
     incarnation: Arc<Incarnation>,
     head: Shared<'g, VersionNode>,
     seen: Seen,

@@ -54,7 +54,7 @@ struct Candidate {
 
 /// One live item version to copy forward: its whole state, so the copy replaces it exactly.
 struct Relocation {
-    slot: Arc<ItemSlot>,
+    slot: ItemSlot,
     /// The node being copied (compared by address when swapping in the copy).
     node_address: usize,
     /// The segment's record that made the item a candidate: checked again if the copy loses.
@@ -367,7 +367,7 @@ impl StoreShared {
             copy.older.store(older, Ordering::Relaxed);
             if relocation
                 .slot
-                .head
+                .head()
                 .compare_exchange(head, copy, Ordering::AcqRel, Ordering::Acquire, &guard)
                 .is_ok()
             {

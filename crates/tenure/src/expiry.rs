@@ -31,8 +31,11 @@ impl StoreShared {
             if !expired || node.version > self.version() {
                 continue;
             }
-            let container_id =
-                u64::from_be_bytes(slot.index_key[..8].try_into().expect("8-byte container id"));
+            let container_id = u64::from_be_bytes(
+                slot.index_key()[..8]
+                    .try_into()
+                    .expect("8-byte container id"),
+            );
             if !self
                 .catalog
                 .by_id(container_id)

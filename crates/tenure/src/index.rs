@@ -11,7 +11,6 @@
 //! - Versions no snapshot can see are unlinked by `prune` and freed through crossbeam-epoch.
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
 
 use crossbeam_epoch::{Atomic, Guard, Owned, Shared};
 use crossbeam_utils::Backoff;
@@ -81,15 +80,38 @@ pub fn coordination_box(coordination: Coordination) -> Option<Box<Coordination>>
     (!coordination.is_empty()).then(|| Box::new(coordination))
 }
 
-pub struct ItemSlot {
-    /// The full index key: 8-byte big-endian container id, then the item key.
-    pub index_key: Box<[u8]>,
-    pub head: Atomic<VersionNode>,
+/// An item's place in the index: the head of its version chain and its index key (8-byte
+/// big-endian container id, then the item key), in one allocation shared by both indexes
+/// behind a thin pointer. One allocation instead of two (the key had its own box) saves a
+/// cache miss on every key comparison and 32 bytes per key.
+#[derive(Clone)]
+pub struct ItemSlot(triomphe::ThinArc<SlotHead, u8>);
+
+/// The fixed part of a slot. Dropped with the last reference to the slot: it frees the chain.
+pub struct SlotHead {
+    head: Atomic<VersionNode>,
 }
 
 impl ItemSlot {
+    pub fn new(index_key: &[u8]) -> ItemSlot {
+        ItemSlot(triomphe::ThinArc::from_header_and_slice(
+            SlotHead {
+                head: Atomic::null(),
+            },
+            index_key,
+        ))
+    }
+
+    pub fn index_key(&self) -> &[u8] {
+        &self.0.slice
+    }
+
+    pub fn head(&self) -> &Atomic<VersionNode> {
+        &self.0.header.header.head
+    }
+
     pub fn key(&self) -> &[u8] {
-        &self.index_key[8..]
+        &self.index_key()[8..]
     }
 
     /// The newest node that is not pending and not aborted — what a writer checks its
@@ -97,7 +119,7 @@ impl ItemSlot {
     pub fn settled_head<'g>(&self, guard: &'g Guard) -> Shared<'g, VersionNode> {
         let backoff = Backoff::new();
         loop {
-            let head = self.head.load(Ordering::Acquire, guard);
+            let head = self.head().load(Ordering::Acquire, guard);
             // SAFETY: nodes reachable from the head are freed only through the epoch.
             match unsafe { head.as_ref() } {
                 Some(node) if node.status.load(Ordering::Acquire) == PENDING => {
@@ -114,7 +136,7 @@ impl ItemSlot {
 
     /// The newest committed node with a version ≤ `version` (what a reader at `version` sees).
     pub fn visible<'g>(&self, version: Version, guard: &'g Guard) -> Option<&'g VersionNode> {
-        let mut current = self.head.load(Ordering::Acquire, guard);
+        let mut current = self.head().load(Ordering::Acquire, guard);
         // SAFETY: as in `settled_head`.
         while let Some(node) = unsafe { current.as_ref() } {
             if node.version <= version && node.status.load(Ordering::Acquire) == COMMITTED {
@@ -133,7 +155,7 @@ impl ItemSlot {
         guard: &'g Guard,
     ) -> Result<Shared<'g, VersionNode>, Owned<VersionNode>> {
         node.older.store(expected, Ordering::Relaxed);
-        self.head
+        self.head()
             .compare_exchange(expected, node, Ordering::AcqRel, Ordering::Acquire, guard)
             .map_err(|failure| failure.new)
     }
@@ -145,7 +167,7 @@ impl ItemSlot {
         let node = unsafe { installed.deref() };
         node.status.store(ABORTED, Ordering::Release);
         let older = node.older.load(Ordering::Acquire, guard);
-        let result = self.head.compare_exchange(
+        let result = self.head().compare_exchange(
             installed,
             older,
             Ordering::AcqRel,
@@ -163,7 +185,7 @@ impl ItemSlot {
     /// Unlinks every version older than the newest one with version ≤ `keep_from`: no reader,
     /// present or future, can reach them. Callers serialise prunes against snapshot creation.
     pub fn prune(&self, keep_from: Version, guard: &Guard) {
-        let mut current = self.head.load(Ordering::Acquire, guard);
+        let mut current = self.head().load(Ordering::Acquire, guard);
         // SAFETY: as in `settled_head`.
         while let Some(node) = unsafe { current.as_ref() } {
             if node.version <= keep_from && node.status.load(Ordering::Acquire) == COMMITTED {
@@ -188,7 +210,7 @@ fn free_chain<'g>(mut current: Shared<'g, VersionNode>, guard: &'g Guard) {
     }
 }
 
-impl Drop for ItemSlot {
+impl Drop for SlotHead {
     fn drop(&mut self) {
         // SAFETY: the slot is gone from every index, so no guard can reach its chain.
         unsafe {
@@ -271,11 +293,11 @@ pub struct Index {
 
 /// A slot as an index entry: equal, ordered and hashed exactly as its index key bytes, so
 /// either index is searched with a plain `&[u8]`.
-struct SlotByKey(Arc<ItemSlot>);
+struct SlotByKey(ItemSlot);
 
 impl PartialEq for SlotByKey {
     fn eq(&self, other: &Self) -> bool {
-        self.0.index_key == other.0.index_key
+        self.0.index_key() == other.0.index_key()
     }
 }
 
@@ -289,20 +311,20 @@ impl PartialOrd for SlotByKey {
 
 impl Ord for SlotByKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.index_key.cmp(&other.0.index_key)
+        self.0.index_key().cmp(other.0.index_key())
     }
 }
 
 impl std::hash::Hash for SlotByKey {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         // The same bytes `<[u8] as Hash>` feeds in: a lookup by `&[u8]` must hash alike.
-        self.0.index_key[..].hash(state);
+        self.0.index_key().hash(state);
     }
 }
 
 impl std::borrow::Borrow<[u8]> for SlotByKey {
     fn borrow(&self) -> &[u8] {
-        &self.0.index_key
+        self.0.index_key()
     }
 }
 
@@ -327,23 +349,23 @@ impl Index {
     /// Runs `read` with the slot of `index_key`, if any, without cloning its `Arc`.
     pub fn with_slot<T>(&self, index_key: &[u8], read: impl FnOnce(Option<&ItemSlot>) -> T) -> T {
         let points = self.points.pin();
-        read(points.get_key_value(index_key).map(|(entry, ())| &*entry.0))
+        read(points.get_key_value(index_key).map(|(entry, ())| &entry.0))
     }
 
-    pub fn get(&self, index_key: &[u8]) -> Option<Arc<ItemSlot>> {
+    pub fn get(&self, index_key: &[u8]) -> Option<ItemSlot> {
         self.points
             .pin()
             .get_key_value(index_key)
-            .map(|(entry, ())| Arc::clone(&entry.0))
+            .map(|(entry, ())| entry.0.clone())
     }
 
-    pub fn get_or_insert(&self, index_key: &[u8]) -> Arc<ItemSlot> {
+    pub fn get_or_insert(&self, index_key: &[u8]) -> ItemSlot {
         self.get_or_insert_slot(index_key, true)
     }
 
     /// [`Index::get_or_insert`] for the replay at open, which no one else sees: the slot goes
     /// into the point index only, and [`Index::finish_replay`] builds the ordered index.
-    pub fn get_or_insert_replaying(&self, index_key: &[u8]) -> Arc<ItemSlot> {
+    pub fn get_or_insert_replaying(&self, index_key: &[u8]) -> ItemSlot {
         self.get_or_insert_slot(index_key, false)
     }
 
@@ -353,27 +375,24 @@ impl Index {
     pub fn finish_replay(&self) {
         let points = self.points.pin();
         let mut slots: Vec<&SlotByKey> = points.keys().collect();
-        slots.sort_unstable_by(|left, right| left.0.index_key[..].cmp(&right.0.index_key[..]));
+        slots.sort_unstable_by(|left, right| left.0.index_key().cmp(right.0.index_key()));
         let guard = crossbeam_epoch::pin();
         for slot in slots {
             self.ordered
-                .get_or_insert(SlotByKey(Arc::clone(&slot.0)), (), &guard)
+                .get_or_insert(SlotByKey(slot.0.clone()), (), &guard)
                 .release(&guard);
         }
     }
 
-    fn get_or_insert_slot(&self, index_key: &[u8], ordered: bool) -> Arc<ItemSlot> {
+    fn get_or_insert_slot(&self, index_key: &[u8], ordered: bool) -> ItemSlot {
         if let Some(slot) = self.get(index_key) {
             return slot;
         }
-        let slot = Arc::new(ItemSlot {
-            index_key: index_key.into(),
-            head: Atomic::null(),
-        });
+        let slot = ItemSlot::new(index_key);
         if self
             .points
             .pin()
-            .try_insert(SlotByKey(Arc::clone(&slot)), ())
+            .try_insert(SlotByKey(slot.clone()), ())
             .is_err()
         {
             // Another writer inserted the key first; slots are never removed while the index
@@ -390,7 +409,7 @@ impl Index {
         // adds it, so both indexes hold the same slot.
         let guard = crossbeam_epoch::pin();
         self.ordered
-            .insert(SlotByKey(Arc::clone(&slot)), (), &guard)
+            .insert(SlotByKey(slot.clone()), (), &guard)
             .release(&guard);
         slot
     }
@@ -408,7 +427,7 @@ impl Index {
                 (std::ops::Bound::Included(from), std::ops::Bound::Unbounded),
                 guard,
             )
-            .map(|entry| &*entry.key().0)
-            .take_while(move |slot| slot.index_key.starts_with(prefix))
+            .map(|entry| &entry.key().0)
+            .take_while(move |slot| slot.index_key().starts_with(prefix))
     }
 }

@@ -828,7 +828,7 @@ fn replay_item(
     }
     let guard = crossbeam_epoch::pin();
     let slot = index.get_or_insert_replaying(&index_key(incarnation.id, item.write.key));
-    let head = slot.head.load(Ordering::Acquire, &guard);
+    let head = slot.head().load(Ordering::Acquire, &guard);
     // SAFETY: single-threaded replay; nodes are freed only through the epoch.
     if relocated && unsafe { head.as_ref() }.is_some_and(|node| node.version > version) {
         return;
@@ -882,7 +882,7 @@ fn replay_coordination(
     }
     let guard = crossbeam_epoch::pin();
     let slot = index.get_or_insert_replaying(&index_key(incarnation.id, key));
-    let head = slot.head.load(Ordering::Acquire, &guard);
+    let head = slot.head().load(Ordering::Acquire, &guard);
     // SAFETY: single-threaded replay.
     let current = unsafe { head.as_ref() };
     let node = match current {

@@ -529,9 +529,16 @@ fn lease_actions_racing_compaction_never_leave_a_value_in_a_removed_segment() {
             .unwrap();
     }
     let request = tenure::LeaseRequest::seconds(15).unwrap();
+    // The lease actions go on until compaction has removed segments under them (on a loaded
+    // machine the compacting thread may get no CPU for the first 40,000), within a bound.
+    let compaction_removed = std::sync::atomic::AtomicBool::new(false);
     let removed = std::thread::scope(|scope| {
         let leases = scope.spawn(|| {
-            for action in 0..40_000u32 {
+            for action in 0..2_000_000u32 {
+                if action >= 40_000 && compaction_removed.load(std::sync::atomic::Ordering::Acquire)
+                {
+                    break;
+                }
                 let key = (action % KEYS).to_be_bytes();
                 let lease = store.acquire_lease("c", &key, &request).unwrap();
                 store.release_lease("c", &key, lease.id).unwrap();
@@ -540,6 +547,9 @@ fn lease_actions_racing_compaction_never_leave_a_value_in_a_removed_segment() {
         let mut removed = 0;
         while !leases.is_finished() {
             removed += store.compact().unwrap().segments_removed;
+            if removed > 0 {
+                compaction_removed.store(true, std::sync::atomic::Ordering::Release);
+            }
         }
         leases.join().unwrap();
         removed

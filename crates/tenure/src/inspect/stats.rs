@@ -76,7 +76,9 @@ impl StoreShared {
             };
             let prefix = index_key(incarnation.id, b"");
             for slot in self.index.range_from(&prefix, &prefix, &guard) {
-                let mut node = slot.head.load(std::sync::atomic::Ordering::Acquire, &guard);
+                let mut node = slot
+                    .head()
+                    .load(std::sync::atomic::Ordering::Acquire, &guard);
                 // SAFETY: nodes reachable from a head are freed only through the epoch, and
                 // the guard is held.
                 while let Some(current) = unsafe { node.as_ref() } {
