@@ -476,9 +476,8 @@ impl<'store> Batch<'store> {
                         version,
                         etag_version: version,
                         status: PENDING.into(),
-                        value: write.value.map(|value| ValueLocation {
-                            offset: record_start + offset as u64,
-                            length: value.len() as u32,
+                        value: write.value.map(|value| {
+                            ValueLocation::new(record_start + offset as u64, value.len() as u32)
                         }),
                         last_modified: now,
                         expires_at: write.expires_at,

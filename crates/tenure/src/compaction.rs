@@ -272,7 +272,7 @@ impl StoreShared {
         let depends = current.version == record_version
             || current
                 .value
-                .is_some_and(|value| segment.contains(&value.offset));
+                .is_some_and(|value| segment.contains(&value.offset()));
         let locked = crate::rules::lock::live_lock(current.lock(), now).is_some();
         if !depends || !(current.is_live_at(now) || locked) {
             return Ok(None);
@@ -350,9 +350,8 @@ impl StoreShared {
                 version: relocation.version,
                 etag_version: relocation.etag_version,
                 status: COMMITTED.into(),
-                value: relocation.value.as_ref().map(|value| ValueLocation {
-                    offset: record_start + value_offset as u64,
-                    length: value.len() as u32,
+                value: relocation.value.as_ref().map(|value| {
+                    ValueLocation::new(record_start + value_offset as u64, value.len() as u32)
                 }),
                 last_modified: relocation.last_modified,
                 expires_at: relocation.expires_at,

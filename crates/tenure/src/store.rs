@@ -498,7 +498,7 @@ impl StoreShared {
         guard: &'g Guard,
     ) -> Result<&'g [u8]> {
         self.log
-            .read_bytes(location.offset, location.length as usize, guard)
+            .read_bytes(location.offset(), location.length as usize, guard)
     }
 
     /// One page of the items of `container` whose keys start with `prefix`, in key order.
@@ -845,9 +845,11 @@ fn replay_item(
             version,
             etag_version,
             status: COMMITTED.into(),
-            value: item.write.value.map(|value| ValueLocation {
-                offset: location + HEADER_BYTES as u64 + item.value_offset as u64,
-                length: value.len() as u32,
+            value: item.write.value.map(|value| {
+                ValueLocation::new(
+                    location + HEADER_BYTES as u64 + item.value_offset as u64,
+                    value.len() as u32,
+                )
             }),
             last_modified: item.write.last_modified,
             expires_at: item.write.expires_at,

@@ -376,9 +376,11 @@ impl StoreShared {
                 version,
                 etag_version: version,
                 status: COMMITTED.into(),
-                value: value.map(|value| ValueLocation {
-                    offset: reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
-                    length: value.len() as u32,
+                value: value.map(|value| {
+                    ValueLocation::new(
+                        reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
+                        value.len() as u32,
+                    )
                 }),
                 last_modified: now,
                 expires_at,

@@ -107,7 +107,7 @@ impl StoreShared {
                 container.items += 1;
                 if let Some(location) = node.value {
                     container.value_bytes += u64::from(location.length);
-                    value_offsets.push(location.offset);
+                    value_offsets.push(location.offset());
                 }
             }
             stats.items += container.items;
