@@ -42,6 +42,15 @@
 
 #define TENURE_CHANGE_CONTAINER_DELETED 5
 
+/*
+ The kinds of tenure_write and tenure_batch_write.
+ */
+#define TENURE_WRITE_PUT 0
+
+#define TENURE_WRITE_CREATE 1
+
+#define TENURE_WRITE_REPLACE 2
+
 #define TENURE_LEASE_AVAILABLE 0
 
 #define TENURE_LEASE_LEASED 1
@@ -51,6 +60,11 @@
 #define TENURE_LEASE_BREAKING 3
 
 #define TENURE_LEASE_BROKEN 4
+
+/*
+ The longest holder label, in bytes (the engine's limit).
+ */
+#define TENURE_LEASE_HOLDER_MAX 256
 
 /*
  A batch under construction.
@@ -120,6 +134,30 @@ typedef struct {
 } tenure_conditions;
 
 /*
+ One user metadata pair (both NUL-terminated UTF-8; the name non-empty).
+ */
+typedef struct {
+  const char *name;
+  const char *value;
+} tenure_metadata_entry;
+
+/*
+ The content type and user metadata a write sets together with the value (tenure_write,
+ tenure_batch_write): the one way to write them in the same write as the value.
+ */
+typedef struct {
+  /*
+   NUL-terminated UTF-8 (at most the engine's content-type limit); NULL = no content type.
+   */
+  const char *content_type;
+  /*
+   `metadata_count` pairs; NULL only with a count of 0.
+   */
+  const tenure_metadata_entry *metadata;
+  size_t metadata_count;
+} tenure_write_properties;
+
+/*
  What tenure_container_get_properties reports besides the metadata.
  */
 typedef struct {
@@ -135,14 +173,6 @@ typedef struct {
    */
   uint64_t metadata_count;
 } tenure_container_properties;
-
-/*
- One user metadata pair (both NUL-terminated UTF-8; the name non-empty).
- */
-typedef struct {
-  const char *name;
-  const char *value;
-} tenure_metadata_entry;
 
 /*
  One change, as tenure_cursor_next reports it.
@@ -359,6 +389,20 @@ tenure_status tenure_batch_replace(const tenure_batch *batch,
                                    const tenure_conditions *conditions);
 
 /*
+ Adds a put, create or replace (`kind`: TENURE_WRITE_*) that also sets the item's content
+ type and user metadata (`properties`, required), as tenure_write does outside a batch.
+ */
+tenure_status tenure_batch_write(const tenure_batch *batch,
+                                 uint32_t kind,
+                                 const char *container,
+                                 const uint8_t *key,
+                                 size_t key_length,
+                                 const uint8_t *value,
+                                 size_t value_length,
+                                 const tenure_write_properties *properties,
+                                 const tenure_conditions *conditions);
+
+/*
  Adds a delete to the batch.
  */
 tenure_status tenure_batch_delete(const tenure_batch *batch,
@@ -573,6 +617,24 @@ tenure_status tenure_replace(const tenure_store *store,
                              char *etag_out);
 
 /*
+ A put, create or replace (`kind`: TENURE_WRITE_PUT/CREATE/REPLACE, as tenure_put/create/
+ replace) that also sets the item's content type and user metadata in the same write
+ (`properties`, required: a write without them is tenure_put/create/replace). The item's
+ previous content type and metadata are replaced, not merged. Conditions, `etag_out` and the
+ last error as for tenure_put.
+ */
+tenure_status tenure_write(const tenure_store *store,
+                           uint32_t kind,
+                           const char *container,
+                           const uint8_t *key,
+                           size_t key_length,
+                           const uint8_t *value,
+                           size_t value_length,
+                           const tenure_write_properties *properties,
+                           const tenure_conditions *conditions,
+                           char *etag_out);
+
+/*
  Deletes the item. `conditions` may be NULL.
  */
 tenure_status tenure_delete(const tenure_store *store,
@@ -636,6 +698,21 @@ tenure_status tenure_lease_acquire_wait(const tenure_store *store,
                                         tenure_lease *lease_out_);
 
 /*
+ As tenure_lease_acquire (`timeout_ms` 0) or tenure_lease_acquire_wait (`timeout_ms` > 0),
+ recording `holder` (required: NUL-terminated UTF-8, at most TENURE_LEASE_HOLDER_MAX bytes)
+ as the label lease info reports (tenure_lease_get_info_with_holder).
+ */
+tenure_status tenure_lease_acquire_with_holder(const tenure_store *store,
+                                               const char *container,
+                                               const uint8_t *key,
+                                               size_t key_length,
+                                               int64_t duration_seconds,
+                                               const char *proposed_id,
+                                               const char *holder,
+                                               uint64_t timeout_ms,
+                                               tenure_lease *lease_out_);
+
+/*
  Renews the item's lease `lease_id`.
  */
 tenure_status tenure_lease_renew(const tenure_store *store,
@@ -686,6 +763,26 @@ tenure_status tenure_lease_get_info(const tenure_store *store,
                                     tenure_lease_info *info_out);
 
 /*
+ As tenure_lease_get_info, with the holder label of the lease's acquire, read at once: the
+ label is copied into `holder` (`holder_capacity` bytes, not NUL-terminated; NULL only with
+ 0) and its length written to `*holder_length_out`; `*has_holder_out` says whether there is
+ one: the label of the last acquire while the lease exists (leased, breaking, expired or
+ broken); false, length 0, when it is available (never leased, released) or was acquired
+ without a label. A label longer than
+ `holder_capacity` is TENURE_ERR_BUFFER_TOO_SMALL with only `*holder_length_out` written;
+ TENURE_LEASE_HOLDER_MAX bytes always suffice.
+ */
+tenure_status tenure_lease_get_info_with_holder(const tenure_store *store,
+                                                const char *container,
+                                                const uint8_t *key,
+                                                size_t key_length,
+                                                tenure_lease_info *info_out,
+                                                uint8_t *holder,
+                                                size_t holder_capacity,
+                                                size_t *holder_length_out,
+                                                bool *has_holder_out);
+
+/*
  Acquires the container's lease (as tenure_lease_acquire). While it is held, deleting the
  container needs its id (`tenure_conditions.lease_id`): without it TENURE_ERR_LEASE_ID_MISSING.
  */
@@ -694,6 +791,17 @@ tenure_status tenure_container_lease_acquire(const tenure_store *store,
                                              int64_t duration_seconds,
                                              const char *proposed_id,
                                              tenure_lease *lease_out);
+
+/*
+ As tenure_container_lease_acquire, recording `holder` (as for
+ tenure_lease_acquire_with_holder).
+ */
+tenure_status tenure_container_lease_acquire_with_holder(const tenure_store *store,
+                                                         const char *name,
+                                                         int64_t duration_seconds,
+                                                         const char *proposed_id,
+                                                         const char *holder,
+                                                         tenure_lease *lease_out);
 
 /*
  Renews the container's lease `lease_id`.
@@ -733,6 +841,17 @@ tenure_status tenure_container_lease_break(const tenure_store *store,
 tenure_status tenure_container_lease_get_info(const tenure_store *store,
                                               const char *name,
                                               tenure_lease_info *info_out);
+
+/*
+ The container's lease and its holder label (as tenure_lease_get_info_with_holder).
+ */
+tenure_status tenure_container_lease_get_info_with_holder(const tenure_store *store,
+                                                          const char *name,
+                                                          tenure_lease_info *info_out,
+                                                          uint8_t *holder,
+                                                          size_t holder_capacity,
+                                                          size_t *holder_length_out,
+                                                          bool *has_holder_out);
 
 /*
  One page of the items of `container` whose keys start with the prefix, in key order.

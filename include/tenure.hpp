@@ -4,8 +4,9 @@
 // the destructor. Every failing call throws tenure::error carrying the tenure_status, its SPEC
 // name, its HTTP-style number, the message, and (for a precondition failure) the current ETag.
 // Besides items, snapshots, batches, leases and locks it covers container leases, container
-// properties and metadata, item metadata/properties, get_if_newer, listing (store and
-// snapshot), compaction and waiting for changes.
+// properties and metadata, item metadata/properties, writes that set content type and
+// metadata with the value (store::write, batch::write), lease holder labels, get_if_newer,
+// listing (store and snapshot), compaction and waiting for changes.
 #ifndef TENURE_HPP
 #define TENURE_HPP
 
@@ -168,6 +169,12 @@ struct lease {
 /// User metadata: (name, value) pairs in order.
 using metadata = std::vector<std::pair<std::string, std::string>>;
 
+/// The content type (nullopt = none) and metadata a put/create/replace sets in the same write.
+struct write_properties {
+    std::optional<std::string> content_type;
+    tenure::metadata metadata;
+};
+
 namespace detail {
 
 /// The C form of `pairs`; the strings stay owned by `pairs`.
@@ -198,7 +205,48 @@ struct lease_info {
     std::optional<std::string> id;
     std::optional<std::uint64_t> fence;
     std::optional<std::uint64_t> remaining_ms;
+    /// The label given to the acquire (tenure_lease_acquire_with_holder), if any.
+    std::optional<std::string> holder;
 };
+
+namespace detail {
+
+/// The C form of `properties`; the strings stay owned by `properties` and `entries`.
+inline tenure_write_properties raw_properties(const write_properties &properties,
+                                              const std::vector<tenure_metadata_entry> &entries) {
+    tenure_write_properties raw{};
+    raw.content_type = properties.content_type ? properties.content_type->c_str() : nullptr;
+    raw.metadata = entries.data();
+    raw.metadata_count = entries.size();
+    return raw;
+}
+
+/// Runs a `..._get_info_with_holder` call `call(info, buffer, capacity, &length, &has)`.
+template <typename Call>
+tenure::lease_info lease_info_of(Call call) {
+    tenure_lease_info raw{};
+    bool has_holder = false;
+    std::string holder = copy_out([&](uint8_t *buffer, size_t capacity, size_t *length) {
+        return call(&raw, buffer, capacity, length, &has_holder);
+    });
+    tenure::lease_info info;
+    info.state = raw.state;
+    if (raw.has_id) {
+        info.id = std::string(raw.id);
+    }
+    if (raw.has_fence) {
+        info.fence = raw.fence;
+    }
+    if (raw.has_remaining) {
+        info.remaining_ms = raw.remaining_ms;
+    }
+    if (has_holder) {
+        info.holder = std::move(holder);
+    }
+    return info;
+}
+
+}  // namespace detail
 
 struct container_properties {
     std::string etag;
@@ -326,6 +374,18 @@ public:
                                        key.size(), detail::bytes(value), value.size(), when.get()));
         return *this;
     }
+    /// A put (`kind` TENURE_WRITE_PUT, _CREATE or _REPLACE) that also sets the content type
+    /// and metadata.
+    batch &write(std::uint32_t kind, const std::string &container, std::string_view key,
+                 std::string_view value, const write_properties &properties,
+                 const conditions &when = conditions()) {
+        std::vector<tenure_metadata_entry> entries = detail::entries(properties.metadata);
+        tenure_write_properties raw = detail::raw_properties(properties, entries);
+        detail::check(tenure_batch_write(handle_.get(), kind, container.c_str(),
+                                         detail::bytes(key), key.size(), detail::bytes(value),
+                                         value.size(), &raw, when.get()));
+        return *this;
+    }
     batch &remove(const std::string &container, std::string_view key,
                   const conditions &when = conditions()) {
         detail::check(tenure_batch_delete(handle_.get(), container.c_str(), detail::bytes(key),
@@ -366,15 +426,28 @@ public:
     }
     std::string put(const std::string &container, std::string_view key, std::string_view value,
                     const conditions &when = conditions()) {
-        return write(tenure_put, container, key, value, when);
+        return write_value(tenure_put, container, key, value, when);
     }
     std::string create(const std::string &container, std::string_view key,
                        std::string_view value, const conditions &when = conditions()) {
-        return write(tenure_create, container, key, value, when);
+        return write_value(tenure_create, container, key, value, when);
     }
     std::string replace(const std::string &container, std::string_view key,
                         std::string_view value, const conditions &when = conditions()) {
-        return write(tenure_replace, container, key, value, when);
+        return write_value(tenure_replace, container, key, value, when);
+    }
+    /// The same three writes (`kind` TENURE_WRITE_PUT, _CREATE or _REPLACE) setting the
+    /// item's content type and metadata in the same write; returns the new ETag.
+    std::string write(std::uint32_t kind, const std::string &container, std::string_view key,
+                      std::string_view value, const write_properties &properties,
+                      const conditions &when = conditions()) {
+        std::vector<tenure_metadata_entry> entries = detail::entries(properties.metadata);
+        tenure_write_properties raw = detail::raw_properties(properties, entries);
+        char etag[TENURE_ETAG_SIZE] = {0};
+        detail::check(tenure_write(handle_.get(), kind, container.c_str(), detail::bytes(key),
+                                   key.size(), detail::bytes(value), value.size(), &raw,
+                                   when.get(), etag));
+        return etag;
     }
     void remove(const std::string &container, std::string_view key,
                 const conditions &when = conditions()) {
@@ -407,6 +480,26 @@ public:
                                            key.size(), duration_seconds, nullptr, &raw));
         return lease{raw.id, raw.fence};
     }
+    /// As above, recording `holder` (at most TENURE_LEASE_HOLDER_MAX bytes) for lease info;
+    /// `timeout_ms` > 0 waits up to that long for the lease to be free.
+    lease acquire_lease(const std::string &container, std::string_view key,
+                        std::int64_t duration_seconds, const std::string &holder,
+                        std::uint64_t timeout_ms = 0) {
+        tenure_lease raw{};
+        detail::check(tenure_lease_acquire_with_holder(
+            handle_.get(), container.c_str(), detail::bytes(key), key.size(), duration_seconds,
+            nullptr, holder.c_str(), timeout_ms, &raw));
+        return lease{raw.id, raw.fence};
+    }
+    /// The item's lease as of now, with its holder label.
+    tenure::lease_info lease_info(const std::string &container, std::string_view key) const {
+        return detail::lease_info_of([&](tenure_lease_info *info, uint8_t *buffer,
+                                         size_t capacity, size_t *length, bool *has) {
+            return tenure_lease_get_info_with_holder(handle_.get(), container.c_str(),
+                                                     detail::bytes(key), key.size(), info,
+                                                     buffer, capacity, length, has);
+        });
+    }
     void release_lease(const std::string &container, std::string_view key, const std::string &id) {
         detail::check(tenure_lease_release(handle_.get(), container.c_str(), detail::bytes(key),
                                            key.size(), id.c_str()));
@@ -414,13 +507,20 @@ public:
 
     // ----- container leases (SPEC §5): deleting a leased container needs its id -----
 
-    /// `duration_seconds`: 15..=60, or -1 for infinite; `proposed_id` empty = generated.
+    /// `duration_seconds`: 15..=60, or -1 for infinite; `proposed_id` empty = generated;
+    /// `holder` (nullopt = none) the label lease info reports.
     lease acquire_container_lease(const std::string &name, std::int64_t duration_seconds,
-                                  const std::string &proposed_id = {}) {
+                                  const std::string &proposed_id = {},
+                                  const std::optional<std::string> &holder = std::nullopt) {
         tenure_lease raw{};
-        detail::check(tenure_container_lease_acquire(
-            handle_.get(), name.c_str(), duration_seconds,
-            proposed_id.empty() ? nullptr : proposed_id.c_str(), &raw));
+        const char *proposed = proposed_id.empty() ? nullptr : proposed_id.c_str();
+        if (holder) {
+            detail::check(tenure_container_lease_acquire_with_holder(
+                handle_.get(), name.c_str(), duration_seconds, proposed, holder->c_str(), &raw));
+        } else {
+            detail::check(tenure_container_lease_acquire(handle_.get(), name.c_str(),
+                                                         duration_seconds, proposed, &raw));
+        }
         return lease{raw.id, raw.fence};
     }
     lease renew_container_lease(const std::string &name, const std::string &id) {
@@ -447,20 +547,11 @@ public:
         return left_ms;
     }
     tenure::lease_info container_lease_info(const std::string &name) const {
-        tenure_lease_info raw{};
-        detail::check(tenure_container_lease_get_info(handle_.get(), name.c_str(), &raw));
-        tenure::lease_info info;
-        info.state = raw.state;
-        if (raw.has_id) {
-            info.id = std::string(raw.id);
-        }
-        if (raw.has_fence) {
-            info.fence = raw.fence;
-        }
-        if (raw.has_remaining) {
-            info.remaining_ms = raw.remaining_ms;
-        }
-        return info;
+        return detail::lease_info_of([&](tenure_lease_info *info, uint8_t *buffer,
+                                         size_t capacity, size_t *length, bool *has) {
+            return tenure_container_lease_get_info_with_holder(handle_.get(), name.c_str(), info,
+                                                               buffer, capacity, length, has);
+        });
     }
 
     // ----- container properties -----
@@ -581,8 +672,8 @@ private:
     explicit store(tenure_store *handle) : handle_(handle) {}
 
     template <typename Write>
-    std::string write(Write call, const std::string &container, std::string_view key,
-                      std::string_view value, const conditions &when) {
+    std::string write_value(Write call, const std::string &container, std::string_view key,
+                            std::string_view value, const conditions &when) {
         char etag[TENURE_ETAG_SIZE] = {0};
         detail::check(call(handle_.get(), container.c_str(), detail::bytes(key), key.size(),
                            detail::bytes(value), value.size(), when.get(), etag));

@@ -356,7 +356,10 @@ impl RecoveryLog {
         let records = segment_count * (segment_bytes / record_bytes);
         let started = Instant::now();
         build_log(&store, records, Self::PAYLOAD_BYTES);
-        let segments = segment_files(&store);
+        // Only the segments that hold records: the log prepares its next (empty) segment
+        // ahead, and an open removes it again as stale, so that file comes and goes.
+        let mut segments = segment_files(&store);
+        segments.truncate(segment_count as usize);
         let bytes = segments
             .iter()
             .map(|path| std::fs::metadata(path).expect("stat a segment").len())

@@ -64,6 +64,8 @@ int main(void) {
     tenure_container_properties container_properties;
     tenure_compaction_report report;
     tenure_metadata_entry entry = {"name", "value"};
+    tenure_write_properties properties = {"text/plain", &entry, 1};
+    char holder[TENURE_LEASE_HOLDER_MAX];
     char etag[TENURE_ETAG_SIZE];
     char handle_text[TENURE_LOCK_HANDLE_SIZE];
     char long_name[400];
@@ -145,6 +147,9 @@ int main(void) {
     EACH_BAD(STORE, tenure_store *, tenure_put(h, "items", key, 3, (const uint8_t *)"v", 1, NULL, etag));
     EACH_BAD(STORE, tenure_store *, tenure_create(h, "items", (const uint8_t *)"new", 3, (const uint8_t *)"v", 1, NULL, etag));
     EACH_BAD(STORE, tenure_store *, tenure_replace(h, "items", key, 3, (const uint8_t *)"v", 1, NULL, etag));
+    EACH_BAD(STORE, tenure_store *, tenure_write(h, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &properties, NULL, etag));
+    EACH_BAD(STORE, tenure_store *, tenure_write(h, TENURE_WRITE_CREATE, "items", (const uint8_t *)"new", 3, (const uint8_t *)"v", 1, &properties, NULL, etag));
+    EACH_BAD(STORE, tenure_store *, tenure_write(h, TENURE_WRITE_REPLACE, "items", key, 3, (const uint8_t *)"v", 1, &properties, NULL, NULL));
     EACH_BAD(STORE, tenure_store *, tenure_delete(h, "items", key, 3, NULL));
     EACH_BAD(STORE, tenure_store *, tenure_get(h, "items", key, 3, NULL, buffer, sizeof buffer, &length, &info));
     EACH_BAD(STORE, tenure_store *, tenure_get_properties(h, "items", key, 3, NULL, &info));
@@ -159,12 +164,18 @@ int main(void) {
     EACH_BAD(STORE, tenure_store *, tenure_lease_release(h, "items", key, 3, "3f2504e0-4f89-11d3-9a0c-0305e82c3301"));
     EACH_BAD(STORE, tenure_store *, tenure_lease_break(h, "items", key, 3, 0, &number));
     EACH_BAD(STORE, tenure_store *, tenure_lease_get_info(h, "items", key, 3, &lease_info));
+    EACH_BAD(STORE, tenure_store *, tenure_lease_acquire_with_holder(h, "items", key, 3, 15, NULL, "w", 0, &lease));
+    EACH_BAD(STORE, tenure_store *, tenure_lease_acquire_with_holder(h, "items", key, 3, -1, NULL, "w", 10, &lease));
+    EACH_BAD(STORE, tenure_store *, tenure_lease_get_info_with_holder(h, "items", key, 3, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+    EACH_BAD(STORE, tenure_store *, tenure_lease_get_info_with_holder(h, "items", key, 3, &lease_info, NULL, 0, &length, &flag));
     EACH_BAD(STORE, tenure_store *, tenure_get_and_lock(h, "items", key, 3, 1000, false, handle_text, NULL));
     EACH_BAD(STORE, tenure_store *, tenure_put_and_unlock(h, "items", key, 3, (const uint8_t *)"v", 1, "0123456789abcdef0123456789abcdef", false, 0, NULL));
     EACH_BAD(STORE, tenure_store *, tenure_unlock(h, "items", key, 3, "0123456789abcdef0123456789abcdef", false, 0));
     EACH_BAD(STORE, tenure_store *, tenure_cursor_open(h, 0, NULL, false, &cursor));
     EACH_BAD(STORE, tenure_store *, tenure_store_wait_for_changes(h, 0, 0, &flag));
     EACH_BAD(STORE, tenure_store *, tenure_store_compact(h, &report));
+    /* The same handles with no report to fill: still refused for the handle. */
+    EACH_BAD(STORE, tenure_store *, tenure_store_compact(h, NULL));
     EACH_BAD(STORE, tenure_store *, tenure_container_get_properties(h, "items", &container_properties, NULL, 0, NULL));
     EACH_BAD(STORE, tenure_store *, tenure_container_set_metadata(h, "items", &entry, 1, NULL, etag));
     EACH_BAD(STORE, tenure_store *, tenure_list_containers(h, buffer, sizeof buffer, &length, &length));
@@ -177,6 +188,10 @@ int main(void) {
     EACH_BAD(STORE, tenure_store *, tenure_container_lease_release(h, "items", "3f2504e0-4f89-11d3-9a0c-0305e82c3301"));
     EACH_BAD(STORE, tenure_store *, tenure_container_lease_break(h, "items", 0, &number));
     EACH_BAD(STORE, tenure_store *, tenure_container_lease_get_info(h, "items", &lease_info));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_acquire_with_holder(h, "items", 15, NULL, "w", &lease));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_acquire_with_holder(h, "items", -1, NULL, "w", &lease));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_get_info_with_holder(h, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+    EACH_BAD(STORE, tenure_store *, tenure_container_lease_get_info_with_holder(h, "items", &lease_info, NULL, 0, &length, &flag));
 
     /* ---- snapshot, batch, page, item, cursor functions ---- */
     EACH_BAD(SNAPSHOT, tenure_snapshot *, tenure_snapshot_version(h, &number));
@@ -185,6 +200,9 @@ int main(void) {
     EACH_BAD(BATCH, tenure_batch *, tenure_batch_put(h, "items", key, 3, (const uint8_t *)"v", 1, NULL));
     EACH_BAD(BATCH, tenure_batch *, tenure_batch_create(h, "items", key, 3, (const uint8_t *)"v", 1, NULL));
     EACH_BAD(BATCH, tenure_batch *, tenure_batch_replace(h, "items", key, 3, (const uint8_t *)"v", 1, NULL));
+    EACH_BAD(BATCH, tenure_batch *, tenure_batch_write(h, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &properties, NULL));
+    EACH_BAD(BATCH, tenure_batch *, tenure_batch_write(h, TENURE_WRITE_CREATE, "items", key, 3, (const uint8_t *)"v", 1, &properties, NULL));
+    EACH_BAD(BATCH, tenure_batch *, tenure_batch_write(h, TENURE_WRITE_REPLACE, "items", key, 3, (const uint8_t *)"v", 1, &properties, NULL));
     EACH_BAD(BATCH, tenure_batch *, tenure_batch_delete(h, "items", key, 3, NULL));
     EACH_BAD(BATCH, tenure_batch *, tenure_batch_check(h, "items", key, 3, NULL));
     EACH_BAD(BATCH, tenure_batch *, tenure_batch_commit(h, &number));
@@ -257,6 +275,34 @@ int main(void) {
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_release(store, name, "3f2504e0-4f89-11d3-9a0c-0305e82c3301"));
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_break(store, name, 0, &number));
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_get_info(store, name, &lease_info));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_write(store, TENURE_WRITE_PUT, name, key, 3, (const uint8_t *)"v", 1, &properties, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_write(store, TENURE_WRITE_CREATE, name, key, 3, (const uint8_t *)"v", 1, &properties, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_write(store, TENURE_WRITE_REPLACE, name, key, 3, (const uint8_t *)"v", 1, &properties, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_write(batch, TENURE_WRITE_PUT, name, key, 3, (const uint8_t *)"v", 1, &properties, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_lease_acquire_with_holder(store, name, key, 3, 15, NULL, "w", 0, &lease));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_lease_get_info_with_holder(store, name, key, 3, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_acquire_with_holder(store, name, 15, NULL, "w", &lease));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_get_info_with_holder(store, name, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        /* the same strings as content type, metadata name or value, and holder */
+        if (name != NULL && name[0] != '\0' && name != long_name) {
+            tenure_metadata_entry bad_entry;
+            tenure_write_properties bad = properties;
+            bad.content_type = name;
+            EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_write(store, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &bad, NULL, NULL));
+            EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_write(batch, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &bad, NULL));
+            bad = properties;
+            bad.metadata = &bad_entry;
+            bad_entry.name = name;
+            bad_entry.value = "v";
+            EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_write(store, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &bad, NULL, NULL));
+            EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_write(batch, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &bad, NULL));
+            bad_entry.name = "n";
+            bad_entry.value = name;
+            EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_write(store, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &bad, NULL, NULL));
+            EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_write(batch, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &bad, NULL));
+            EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_lease_acquire_with_holder(store, "items", key, 3, 15, NULL, name, 0, &lease));
+            EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_lease_acquire_with_holder(store, "items", 15, NULL, name, &lease));
+        }
     }
     for (index = 0; index < 3; index++) {
         size_t bad = bad_key_lengths[index];
@@ -276,6 +322,11 @@ int main(void) {
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_properties(store, "items", key, bad, NULL, &entry, 1, NULL, NULL));
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_metadata(store, "items", key, bad, &entry, 1, NULL, NULL));
         EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_get_if_newer(store, "items", key, bad, 0, buffer, sizeof buffer, &length, NULL, &flag));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_write(store, TENURE_WRITE_PUT, "items", key, bad, (const uint8_t *)"v", 1, &properties, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_write(store, TENURE_WRITE_REPLACE, "items", key, bad, (const uint8_t *)"v", 1, &properties, NULL, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_write(batch, TENURE_WRITE_CREATE, "items", key, bad, (const uint8_t *)"v", 1, &properties, NULL));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_lease_acquire_with_holder(store, "items", key, bad, 15, NULL, "w", 0, &lease));
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_lease_get_info_with_holder(store, "items", key, bad, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
     }
     /* conditions with a bad string in each field */
     {
@@ -299,6 +350,8 @@ int main(void) {
                 EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_metadata(store, "items", key, 3, &entry, 1, &conditions, NULL));
                 EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_set_properties(store, "items", key, 3, NULL, &entry, 1, &conditions, NULL));
                 EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_container_set_metadata(store, "items", &entry, 1, &conditions, NULL));
+                EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_write(store, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &properties, &conditions, NULL));
+                EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, tenure_batch_write(batch, TENURE_WRITE_PUT, "items", key, 3, (const uint8_t *)"v", 1, &properties, &conditions));
             }
         }
     }

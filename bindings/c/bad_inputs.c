@@ -451,6 +451,269 @@ int main(void) {
         EXPECT_OK(tenure_item_free(item));
     }
 
+    /* ---- writes with properties: tenure_write and tenure_batch_write ---- */
+    {
+        tenure_write_properties properties;
+        tenure_write_properties bad_properties;
+        tenure_metadata_entry good = {"color", "blue"};
+        char long_holder[300];
+        char holder[TENURE_LEASE_HOLDER_MAX];
+        memset(&properties, 0, sizeof properties);
+        properties.content_type = "text/plain";
+        properties.metadata = &good;
+        properties.metadata_count = 1;
+#define W(store_, kind_, container_, key_, key_length_, value_, value_length_, properties_,   \
+          conditions_)                                                                     \
+    tenure_write(store_, kind_, container_, key_, key_length_, value_, value_length_,       \
+                 properties_, conditions_, etag)
+#define BW(batch_, kind_, container_, key_, key_length_, value_, value_length_, properties_,  \
+           conditions_)                                                                    \
+    tenure_batch_write(batch_, kind_, container_, key_, key_length_, value_, value_length_, \
+                       properties_, conditions_)
+        /* handles, names, keys, values, kinds, the properties pointer */
+        INVALID(W(NULL, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W((const tenure_store *)snapshot, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W((const tenure_store *)(uintptr_t)0x12345, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, NULL, key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, bad_utf8, key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, "", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, "items", NULL, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 0, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 1025, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, SIZE_MAX, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, NULL, 5, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", SIZE_MAX, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", ((size_t)64 << 20) + 1, &properties, NULL));
+        INVALID(W(store, 3, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, UINT32_MAX, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+        BAD(W(store, TENURE_WRITE_PUT, "missing", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        EXPECT_STATUS(TENURE_ERR_ALREADY_EXISTS,
+                      W(store, TENURE_WRITE_CREATE, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        EXPECT_STATUS(TENURE_ERR_NOT_FOUND,
+                      W(store, TENURE_WRITE_REPLACE, "items", (const uint8_t *)"absent", 6, (const uint8_t *)"v", 1, &properties, NULL));
+        /* the content type */
+        bad_properties = properties;
+        bad_properties.content_type = bad_utf8;
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        bad_properties.content_type = huge_value; /* > 1 KiB */
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        /* the metadata: pointer, counts, names, values, size */
+        bad_properties = properties;
+        bad_properties.metadata = NULL;
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        bad_properties = properties;
+        bad_properties.metadata_count = SIZE_MAX;
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        bad_properties.metadata_count = 8193;
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        bad_properties.metadata = entries;
+        bad_properties.metadata_count = 2; /* the name "a" twice */
+        entries[0].name = "a";
+        entries[0].value = "1";
+        entries[1].name = "a";
+        entries[1].value = "2";
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        bad_properties.metadata = &entries[2];
+        bad_properties.metadata_count = 1;
+        entries[2].name = NULL;
+        entries[2].value = "x";
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        entries[2].name = "";
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        entries[2].name = bad_utf8;
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        entries[2].name = "n";
+        entries[2].value = bad_utf8;
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        entries[2].value = NULL;
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        entries[2].value = huge_value; /* > 8 KiB of metadata */
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        /* conditions */
+        conditions_zero(&conditions);
+        conditions.if_match = bad_utf8;
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, &conditions));
+        conditions_zero(&conditions);
+        conditions.lease_id = "nope";
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, &conditions));
+        conditions_zero(&conditions);
+        conditions.has_ttl = true;
+        conditions.ttl_seconds = 0;
+        INVALID(W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, &conditions));
+        conditions_zero(&conditions);
+        conditions.if_match = "\"0x00000000000000FF\""; /* stale */
+        EXPECT_STATUS(TENURE_ERR_CONDITION_NOT_MET,
+                      W(store, TENURE_WRITE_REPLACE, "items", key, 4, (const uint8_t *)"v", 1, &properties, &conditions));
+        conditions_zero(&conditions);
+        conditions.lease_id = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"; /* no lease on the item */
+        EXPECT_STATUS(TENURE_ERR_LEASE_NOT_PRESENT_WITH_BLOB_OPERATION,
+                      W(store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, &conditions));
+
+        /* the batch form: rejected when added (the batch is later dropped uncommitted) */
+        INVALID(BW(NULL, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW((const tenure_batch *)store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW((const tenure_batch *)(uintptr_t)0x12345, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, NULL, key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, bad_utf8, key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, "", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", NULL, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 0, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 1025, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, SIZE_MAX, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, NULL, 5, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", SIZE_MAX, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", ((size_t)64 << 20) + 1, &properties, NULL));
+        INVALID(BW(batch, 3, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, UINT32_MAX, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW(batch, TENURE_WRITE_CREATE, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+        bad_properties = properties;
+        bad_properties.content_type = bad_utf8;
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        bad_properties = properties;
+        bad_properties.metadata = NULL;
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        bad_properties = properties;
+        bad_properties.metadata_count = SIZE_MAX;
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        bad_properties.metadata_count = 8193;
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        bad_properties.metadata = &entries[2];
+        bad_properties.metadata_count = 1;
+        entries[2].name = NULL;
+        entries[2].value = "x";
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        entries[2].name = bad_utf8;
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        entries[2].name = "n";
+        entries[2].value = bad_utf8;
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        entries[2].value = NULL;
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &bad_properties, NULL));
+        conditions_zero(&conditions);
+        conditions.if_none_match = bad_utf8;
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, &conditions));
+        conditions_zero(&conditions);
+        conditions.lock_handle = "xyz";
+        INVALID(BW(batch, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, &conditions));
+#undef W
+#undef BW
+
+        /* ---- lease holders: acquire with a holder, info with the holder ---- */
+        memset(long_holder, 'h', sizeof long_holder - 1);
+        long_holder[sizeof long_holder - 1] = '\0';
+        INVALID(tenure_lease_acquire_with_holder(NULL, "items", key, 4, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder((const tenure_store *)batch, "items", key, 4, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder((const tenure_store *)(uintptr_t)0x12345, "items", key, 4, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, NULL, key, 4, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, bad_utf8, key, 4, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "", key, 4, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", NULL, 4, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 0, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 1025, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, SIZE_MAX, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 10, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 61, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, -2, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, INT64_MAX, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, "nope", "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, bad_utf8, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, NULL, NULL, 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, NULL, bad_utf8, 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, NULL, long_holder, 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, NULL, huge_value, 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, NULL, "w", 0, NULL));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, NULL, "w", 1000, NULL));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, NULL, "w", UINT64_MAX, &lease));
+        INVALID(tenure_lease_acquire_with_holder(store, "items", key, 4, 15, NULL, "w", (uint64_t)24 * 3600 * 1000 + 1, &lease));
+        BAD(tenure_lease_acquire_with_holder(store, "missing", key, 4, 15, NULL, "w", 0, &lease));
+        BAD(tenure_lease_acquire_with_holder(store, "items", (const uint8_t *)"absent", 6, 15, NULL, "w", 0, &lease));
+
+        INVALID(tenure_container_lease_acquire_with_holder(NULL, "items", 15, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder((const tenure_store *)snapshot, "items", 15, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder((const tenure_store *)(uintptr_t)1, "items", 15, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, NULL, 15, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, bad_utf8, 15, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "", 15, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, long_holder, 15, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 0, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 14, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 61, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", -2, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", INT64_MIN, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", INT64_MAX, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 15, "nope", "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 15, "", "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 15, bad_utf8, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 15, "3f2504e0", "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 15, NULL, NULL, &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 15, NULL, bad_utf8, &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 15, NULL, long_holder, &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 15, NULL, huge_value, &lease));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", 15, NULL, "w", NULL));
+        INVALID(tenure_container_lease_acquire_with_holder(store, "items", -1, NULL, "w", NULL));
+        BAD(tenure_container_lease_acquire_with_holder(store, "missing", 15, NULL, "w", &lease));
+        BAD(tenure_container_lease_acquire_with_holder(store, "missing", -1, NULL, "w", &lease));
+
+        INVALID(tenure_lease_get_info_with_holder(NULL, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder((const tenure_store *)batch, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder((const tenure_store *)(uintptr_t)0x12345, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, NULL, key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, bad_utf8, key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", NULL, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 0, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 1025, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, SIZE_MAX, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, NULL, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, &lease_info, NULL, 1, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, &lease_info, NULL, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, &lease_info, NULL, SIZE_MAX, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, NULL, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, NULL));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, NULL, NULL, 0, NULL, NULL));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, &lease_info, NULL, 0, NULL, &flag));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, &lease_info, NULL, 0, &length, NULL));
+        INVALID(tenure_lease_get_info_with_holder(store, "items", key, 4, NULL, NULL, 0, &length, &flag));
+        BAD(tenure_lease_get_info_with_holder(store, "missing", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        BAD(tenure_lease_get_info_with_holder(store, "missing", key, 4, &lease_info, NULL, 0, &length, &flag));
+        /* an item without a lease: no holder; a NULL buffer with capacity 0 is fine */
+        flag = true;
+        length = 99;
+        EXPECT_OK(tenure_lease_get_info_with_holder(store, "items", key, 4, &lease_info, NULL, 0, &length, &flag));
+        EXPECT_TRUE(lease_info.state == TENURE_LEASE_AVAILABLE && !flag && length == 0);
+        EXPECT_STATUS(TENURE_ERR_NOT_FOUND, tenure_lease_get_info_with_holder(store, "items", (const uint8_t *)"absent", 6, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+
+        INVALID(tenure_container_lease_get_info_with_holder(NULL, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder((const tenure_store *)snapshot, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder((const tenure_store *)(uintptr_t)1, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder((const tenure_store *)(uintptr_t)UINTPTR_MAX, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, NULL, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, bad_utf8, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, long_holder, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", NULL, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", &lease_info, NULL, 1, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", &lease_info, NULL, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", &lease_info, NULL, SIZE_MAX, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", &lease_info, (uint8_t *)holder, sizeof holder, NULL, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, NULL));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", NULL, NULL, 0, NULL, NULL));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", &lease_info, NULL, 0, NULL, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", &lease_info, NULL, 0, &length, NULL));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", NULL, NULL, 0, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, bad_utf8, NULL, NULL, 0, NULL, NULL));
+        INVALID(tenure_container_lease_get_info_with_holder(NULL, NULL, NULL, NULL, 0, NULL, NULL));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "items", NULL, (uint8_t *)holder, 0, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder(store, "", NULL, NULL, 0, NULL, NULL));
+        INVALID(tenure_container_lease_get_info_with_holder(store, NULL, &lease_info, NULL, 0, &length, &flag));
+        BAD(tenure_container_lease_get_info_with_holder(store, "missing", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        BAD(tenure_container_lease_get_info_with_holder(store, "missing", &lease_info, NULL, 0, &length, &flag));
+        flag = true;
+        EXPECT_OK(tenure_container_lease_get_info_with_holder(store, "items", &lease_info, NULL, 0, &length, &flag));
+        EXPECT_TRUE(lease_info.state == TENURE_LEASE_AVAILABLE && !flag && length == 0);
+    }
+
     /* ---- batches ---- */
     INVALID(tenure_batch_new(store, NULL));
     INVALID(tenure_batch_put(batch, "items", NULL, 4, (const uint8_t *)"v", 1, NULL));

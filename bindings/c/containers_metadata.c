@@ -1,6 +1,7 @@
 /* The container lease flow (SPEC §5), container properties and metadata, item metadata with
  * conditions, get_if_newer, delete with a lock handle, compaction, listing through a snapshot
- * and waiting for changes, through the C ABI. */
+ * and waiting for changes, writes with content type and metadata (tenure_write,
+ * tenure_batch_write), lease holder labels, through the C ABI. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 
@@ -177,6 +178,157 @@ static void item_metadata(tenure_store *store) {
                   tenure_set_properties(store, "items", KEY("absent"), NULL, &entry, 1, NULL, NULL));
 }
 
+/* Reads the item's content type and metadata back through an item handle. */
+static void expect_properties(tenure_store *store, const char *key, const char *content_type,
+                              const char *metadata, size_t metadata_length) {
+    tenure_item *item = NULL;
+    uint8_t buffer[128];
+    size_t length = 0;
+    EXPECT_OK(tenure_get_item(store, "items", KEY(key), NULL, &item));
+    EXPECT_OK(tenure_item_content_type(item, buffer, sizeof buffer, &length));
+    EXPECT_TRUE(length == strlen(content_type) && memcmp(buffer, content_type, length) == 0);
+    EXPECT_OK(tenure_item_metadata(item, buffer, sizeof buffer, &length));
+    EXPECT_TRUE(length == metadata_length && memcmp(buffer, metadata, length) == 0);
+    EXPECT_OK(tenure_item_free(item));
+}
+
+/* tenure_write / tenure_batch_write: the value, content type and metadata in one write. */
+static void write_with_properties(tenure_store *store) {
+    tenure_metadata_entry entries[2] = {{"color", "blue"}, {"size", "L"}};
+    tenure_write_properties properties;
+    tenure_conditions conditions;
+    tenure_batch *batch = NULL;
+    char etag[TENURE_ETAG_SIZE];
+    char second[TENURE_ETAG_SIZE];
+    uint8_t buffer[64];
+    size_t length = 0;
+    uint64_t before = 0;
+    uint64_t after = 0;
+    uint64_t version = 0;
+
+    memset(&properties, 0, sizeof properties);
+    properties.content_type = "application/json";
+    properties.metadata = entries;
+    properties.metadata_count = 2;
+    EXPECT_OK(tenure_store_version(store, &before));
+    EXPECT_OK(tenure_write(store, TENURE_WRITE_CREATE, "items", KEY("typed"),
+                           (const uint8_t *)"{}", 2, &properties, NULL, etag));
+    EXPECT_OK(tenure_store_version(store, &after));
+    EXPECT_TRUE(after == before + 1); /* one write, not a write plus set_properties */
+    expect_properties(store, "typed", "application/json", "color\0blue\0size\0L\0", 18);
+    EXPECT_OK(tenure_get(store, "items", KEY("typed"), NULL, buffer, sizeof buffer, &length, NULL));
+    EXPECT_TRUE(length == 2 && memcmp(buffer, "{}", 2) == 0);
+    /* create again: AlreadyExists, nothing changed */
+    EXPECT_STATUS(TENURE_ERR_ALREADY_EXISTS,
+                  tenure_write(store, TENURE_WRITE_CREATE, "items", KEY("typed"),
+                               (const uint8_t *)"x", 1, &properties, NULL, NULL));
+
+    /* replace with if_match: content type cleared, metadata replaced (not merged) */
+    memset(&conditions, 0, sizeof conditions);
+    conditions.if_match = etag;
+    properties.content_type = NULL;
+    properties.metadata = &entries[1];
+    properties.metadata_count = 1;
+    EXPECT_OK(tenure_write(store, TENURE_WRITE_REPLACE, "items", KEY("typed"),
+                           (const uint8_t *)"[]", 2, &properties, &conditions, second));
+    EXPECT_TRUE(strcmp(etag, second) != 0);
+    expect_properties(store, "typed", "", "size\0L\0", 7);
+    /* the stale ETag now fails and reports the current one */
+    EXPECT_STATUS(TENURE_ERR_CONDITION_NOT_MET,
+                  tenure_write(store, TENURE_WRITE_PUT, "items", KEY("typed"),
+                               (const uint8_t *)"z", 1, &properties, &conditions, NULL));
+    EXPECT_STATUS(TENURE_ERR_NOT_FOUND,
+                  tenure_write(store, TENURE_WRITE_REPLACE, "items", KEY("nothing-here"),
+                               (const uint8_t *)"z", 1, &properties, NULL, NULL));
+
+    /* a plain put afterwards clears both (a put replaces the item's properties) */
+    properties.content_type = "text/plain";
+    properties.metadata = entries;
+    properties.metadata_count = 1;
+    EXPECT_OK(tenure_write(store, TENURE_WRITE_PUT, "items", KEY("typed"),
+                           (const uint8_t *)"p", 1, &properties, NULL, NULL));
+    expect_properties(store, "typed", "text/plain", "color\0blue\0", 11);
+    EXPECT_OK(tenure_put(store, "items", KEY("typed"), (const uint8_t *)"q", 1, NULL, NULL));
+    expect_properties(store, "typed", "", "", 0);
+
+    /* the same in a batch */
+    EXPECT_OK(tenure_batch_new(store, &batch));
+    properties.content_type = "image/png";
+    properties.metadata = entries;
+    properties.metadata_count = 2;
+    EXPECT_OK(tenure_batch_write(batch, TENURE_WRITE_PUT, "items", KEY("batched-a"),
+                                 (const uint8_t *)"a", 1, &properties, NULL));
+    properties.content_type = NULL;
+    properties.metadata_count = 0;
+    properties.metadata = NULL;
+    EXPECT_OK(tenure_batch_write(batch, TENURE_WRITE_CREATE, "items", KEY("batched-b"),
+                                 (const uint8_t *)"b", 1, &properties, NULL));
+    EXPECT_OK(tenure_batch_commit(batch, &version));
+    EXPECT_OK(tenure_batch_free(batch));
+    expect_properties(store, "batched-a", "image/png", "color\0blue\0size\0L\0", 18);
+    expect_properties(store, "batched-b", "", "", 0);
+}
+
+/* A lease acquired with a holder label: lease info reports it; without one it has none. */
+static void lease_holder(tenure_store *store) {
+    tenure_lease lease;
+    tenure_lease_info info;
+    char holder[TENURE_LEASE_HOLDER_MAX];
+    char small[4];
+    size_t length = 0;
+    bool has = true;
+
+    EXPECT_OK(tenure_put(store, "items", KEY("held"), (const uint8_t *)"v", 1, NULL, NULL));
+    /* no lease: no holder */
+    EXPECT_OK(tenure_lease_get_info_with_holder(store, "items", KEY("held"), &info,
+                                                (uint8_t *)holder, sizeof holder, &length, &has));
+    EXPECT_TRUE(info.state == TENURE_LEASE_AVAILABLE && !has && length == 0);
+    EXPECT_OK(tenure_lease_acquire_with_holder(store, "items", KEY("held"), 15, NULL,
+                                               "worker-7", 0, &lease));
+    EXPECT_OK(tenure_lease_get_info_with_holder(store, "items", KEY("held"), &info,
+                                                (uint8_t *)holder, sizeof holder, &length, &has));
+    EXPECT_TRUE(info.state == TENURE_LEASE_LEASED && has && length == 8 &&
+                memcmp(holder, "worker-7", 8) == 0);
+    EXPECT_TRUE(info.has_id && strcmp(info.id, lease.id) == 0 && info.fence == lease.fence);
+    /* too small: only the length is written */
+    info.state = 99;
+    length = 0;
+    EXPECT_STATUS(TENURE_ERR_BUFFER_TOO_SMALL,
+                  tenure_lease_get_info_with_holder(store, "items", KEY("held"), &info,
+                                                    (uint8_t *)small, sizeof small, &length,
+                                                    &has));
+    EXPECT_TRUE(length == 8 && info.state == 99);
+    /* held by someone: a second acquire fails; a waiting one times out */
+    EXPECT_STATUS(TENURE_ERR_LEASE_ALREADY_PRESENT,
+                  tenure_lease_acquire_with_holder(store, "items", KEY("held"), 15, NULL,
+                                                   "worker-8", 0, &lease));
+    EXPECT_OK(tenure_lease_release(store, "items", KEY("held"), lease.id));
+    /* waiting on a free lease: granted at once, the new holder reported */
+    EXPECT_OK(tenure_lease_acquire_with_holder(store, "items", KEY("held"), -1, NULL,
+                                               "worker-8", 1000, &lease));
+    EXPECT_OK(tenure_lease_get_info_with_holder(store, "items", KEY("held"), &info,
+                                                (uint8_t *)holder, sizeof holder, &length, &has));
+    EXPECT_TRUE(has && length == 8 && memcmp(holder, "worker-8", 8) == 0);
+    EXPECT_OK(tenure_lease_release(store, "items", KEY("held"), lease.id));
+    /* an acquire without a label: none reported */
+    EXPECT_OK(tenure_lease_acquire(store, "items", KEY("held"), 15, NULL, &lease));
+    EXPECT_OK(tenure_lease_get_info_with_holder(store, "items", KEY("held"), &info,
+                                                (uint8_t *)holder, sizeof holder, &length, &has));
+    EXPECT_TRUE(info.state == TENURE_LEASE_LEASED && !has && length == 0);
+    EXPECT_OK(tenure_lease_release(store, "items", KEY("held"), lease.id));
+
+    /* a container's lease */
+    EXPECT_OK(tenure_container_create(store, "held-container", false, 0));
+    EXPECT_OK(tenure_container_lease_acquire_with_holder(store, "held-container", 15, NULL,
+                                                         "job-42", &lease));
+    EXPECT_OK(tenure_container_lease_get_info_with_holder(store, "held-container", &info,
+                                                          (uint8_t *)holder, sizeof holder,
+                                                          &length, &has));
+    EXPECT_TRUE(info.state == TENURE_LEASE_LEASED && has && length == 6 &&
+                memcmp(holder, "job-42", 6) == 0);
+    EXPECT_OK(tenure_container_lease_release(store, "held-container", lease.id));
+}
+
 /* get_if_newer: nothing when the version is current, the item when it differs. */
 static void get_if_newer(tenure_store *store) {
     tenure_item_info info;
@@ -315,6 +467,8 @@ int main(void) {
     container_lease_flow(store);
     container_properties(store);
     item_metadata(store);
+    write_with_properties(store);
+    lease_holder(store);
     get_if_newer(store);
     delete_with_lock(store);
     snapshot_listing(store);

@@ -162,6 +162,57 @@ int main() {
             store.set_metadata("items", "doc", {{"a", "2"}}, tenure::conditions().if_match(fresh));
         EXPECT(newest != fresh && store.get("items", "doc").value == "body");
 
+        // A write that sets the value, content type and metadata at once (tenure_write), and
+        // the same in a batch (tenure_batch_write); read back through the C item handle.
+        auto properties_of = [&](const char *key) {
+            tenure_item *raw = nullptr;
+            tenure::detail::check(tenure_get_item(store.get(), "items",
+                                                  reinterpret_cast<const uint8_t *>(key),
+                                                  std::string(key).size(), nullptr, &raw));
+            std::string type = tenure::detail::copy_out([&](uint8_t *b, size_t c, size_t *l) {
+                return tenure_item_content_type(raw, b, c, l);
+            });
+            std::string pairs = tenure::detail::copy_out([&](uint8_t *b, size_t c, size_t *l) {
+                return tenure_item_metadata(raw, b, c, l);
+            });
+            tenure_item_free(raw);
+            return std::make_pair(type, tenure::detail::parse_metadata(pairs));
+        };
+        std::uint64_t before = store.version();
+        std::string typed = store.write(TENURE_WRITE_CREATE, "items", "typed", "{}",
+                                        {std::string("application/json"), {{"k", "v"}}});
+        EXPECT(store.version() == before + 1);
+        EXPECT(properties_of("typed") ==
+               std::make_pair(std::string("application/json"), tenure::metadata({{"k", "v"}})));
+        EXPECT(status_of([&] {
+                   store.write(TENURE_WRITE_CREATE, "items", "typed", "x", {std::nullopt, {}});
+               }) == TENURE_ERR_ALREADY_EXISTS);
+        store.write(TENURE_WRITE_REPLACE, "items", "typed", "[]", {std::nullopt, {{"z", "1"}}},
+                    tenure::conditions().if_match(typed));
+        EXPECT(properties_of("typed") == std::make_pair(std::string(), tenure::metadata({{"z", "1"}})));
+        store.batch()
+            .write(TENURE_WRITE_PUT, "items", "batched", "b", {std::string("text/csv"), {{"n", "1"}}})
+            .commit();
+        EXPECT(properties_of("batched") ==
+               std::make_pair(std::string("text/csv"), tenure::metadata({{"n", "1"}})));
+        store.remove("items", "typed");
+        store.remove("items", "batched");
+
+        // Leases with a holder label, reported by lease info.
+        tenure::lease labelled = store.acquire_lease("items", "doc", 15, "worker-1");
+        tenure::lease_info item_info = store.lease_info("items", "doc");
+        EXPECT(item_info.state == TENURE_LEASE_LEASED && item_info.id == labelled.id);
+        EXPECT(item_info.holder == std::optional<std::string>("worker-1"));
+        store.release_lease("items", "doc", labelled.id);
+        labelled = store.acquire_lease("items", "doc", 15);
+        EXPECT(!store.lease_info("items", "doc").holder);
+        store.release_lease("items", "doc", labelled.id);
+        store.create_container("held");
+        labelled = store.acquire_container_lease("held", 15, {}, std::string("job-9"));
+        EXPECT(store.container_lease_info("held").holder == std::optional<std::string>("job-9"));
+        store.release_container_lease("held", labelled.id);
+        store.delete_container("held");
+
         // get_if_newer: nothing when current, the item when it changed.
         tenure::item doc = store.get("items", "doc");
         EXPECT(!store.get_if_newer("items", "doc", doc.version));

@@ -1,5 +1,6 @@
 //! Batches: all-or-nothing writes.
 
+use crate::items::WriteKind;
 use crate::prelude::*;
 
 /// Starts a batch (nothing happens until tenure_batch_commit).
@@ -53,23 +54,25 @@ fn with_batch(
     body(batch)
 }
 
-const BATCH_PUT: u32 = 0;
-const BATCH_CREATE: u32 = 1;
-const BATCH_REPLACE: u32 = 2;
-
+/// tenure_batch_put/create/replace (no `properties`) and tenure_batch_write (`properties`
+/// required).
+///
+/// # Safety
+/// The usual argument contracts; `properties` as for [`write_properties_in`].
 unsafe fn batch_write(
-    kind: u32,
+    kind: Result<WriteKind, Fail>,
     batch: *const tenure_batch,
     container: *const c_char,
     key_pointer: *const u8,
     key_length: usize,
     value_pointer: *const u8,
     value_length: usize,
+    properties: Option<*const tenure_write_properties>,
     conditions: *const tenure_conditions,
 ) -> tenure_status {
     guard(|| {
         // SAFETY: the documented argument contracts.
-        let (container, key, value, options) = unsafe {
+        let (container, key, value, mut options) = unsafe {
             (
                 text("container", container)?,
                 key(key_pointer, key_length)?,
@@ -77,12 +80,17 @@ unsafe fn batch_write(
                 write_options(conditions)?,
             )
         };
+        let kind = kind?;
+        if let Some(properties) = properties {
+            // SAFETY: the documented contract of `properties`.
+            (options.content_type, options.metadata) = unsafe { write_properties_in(properties) }?;
+        }
         batch_container(container)?;
         with_batch(batch, |batch| {
             match kind {
-                BATCH_PUT => batch.put(container, key, value, options),
-                BATCH_CREATE => batch.create(container, key, value, options),
-                _ => batch.replace(container, key, value, options),
+                WriteKind::Put => batch.put(container, key, value, options),
+                WriteKind::Create => batch.create(container, key, value, options),
+                WriteKind::Replace => batch.replace(container, key, value, options),
             };
             Ok(())
         })
@@ -103,13 +111,14 @@ pub unsafe extern "C" fn tenure_batch_put(
     // SAFETY: forwarded contract.
     unsafe {
         batch_write(
-            BATCH_PUT,
+            Ok(WriteKind::Put),
             batch,
             container,
             key,
             key_length,
             value,
             value_length,
+            None,
             conditions,
         )
     }
@@ -129,13 +138,14 @@ pub unsafe extern "C" fn tenure_batch_create(
     // SAFETY: forwarded contract.
     unsafe {
         batch_write(
-            BATCH_CREATE,
+            Ok(WriteKind::Create),
             batch,
             container,
             key,
             key_length,
             value,
             value_length,
+            None,
             conditions,
         )
     }
@@ -155,13 +165,44 @@ pub unsafe extern "C" fn tenure_batch_replace(
     // SAFETY: forwarded contract.
     unsafe {
         batch_write(
-            BATCH_REPLACE,
+            Ok(WriteKind::Replace),
             batch,
             container,
             key,
             key_length,
             value,
             value_length,
+            None,
+            conditions,
+        )
+    }
+}
+
+/// Adds a put, create or replace (`kind`: TENURE_WRITE_*) that also sets the item's content
+/// type and user metadata (`properties`, required), as tenure_write does outside a batch.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_batch_write(
+    batch: *const tenure_batch,
+    kind: u32,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    value: *const u8,
+    value_length: usize,
+    properties: *const tenure_write_properties,
+    conditions: *const tenure_conditions,
+) -> tenure_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        batch_write(
+            WriteKind::from_c(kind),
+            batch,
+            container,
+            key,
+            key_length,
+            value,
+            value_length,
+            Some(properties),
             conditions,
         )
     }

@@ -2,29 +2,53 @@
 
 use crate::prelude::*;
 
+/// The kinds of tenure_write and tenure_batch_write.
+pub const TENURE_WRITE_PUT: u32 = 0;
+pub const TENURE_WRITE_CREATE: u32 = 1;
+pub const TENURE_WRITE_REPLACE: u32 = 2;
+
 #[derive(Clone, Copy)]
-enum WriteKind {
+pub(crate) enum WriteKind {
     Put,
     Create,
     Replace,
 }
 
-#[allow(clippy::too_many_arguments)]
+impl WriteKind {
+    /// A `kind` argument: one of TENURE_WRITE_*.
+    pub(crate) fn from_c(kind: u32) -> Result<WriteKind, Fail> {
+        match kind {
+            TENURE_WRITE_PUT => Ok(WriteKind::Put),
+            TENURE_WRITE_CREATE => Ok(WriteKind::Create),
+            TENURE_WRITE_REPLACE => Ok(WriteKind::Replace),
+            _ => Err(invalid(
+                "kind",
+                format!("must be TENURE_WRITE_PUT, _CREATE or _REPLACE (0..=2), not {kind}"),
+            )),
+        }
+    }
+}
+
+/// tenure_put/create/replace (no `properties`) and tenure_write (`properties` required).
+///
+/// # Safety
+/// The usual argument contracts; `properties` as for [`write_properties_in`].
 unsafe fn write_item(
-    kind: WriteKind,
+    kind: Result<WriteKind, Fail>,
     store: *const tenure_store,
     container: *const c_char,
     key_pointer: *const u8,
     key_length: usize,
     value_pointer: *const u8,
     value_length: usize,
+    properties: Option<*const tenure_write_properties>,
     conditions: *const tenure_conditions,
     etag_out: *mut c_char,
 ) -> tenure_status {
     guard(|| {
         let store = store_of("store", store)?;
         // SAFETY: the documented argument contracts, checked as far as C allows.
-        let (container, key, value, options) = unsafe {
+        let (container, key, value, mut options) = unsafe {
             (
                 text("container", container)?,
                 key(key_pointer, key_length)?,
@@ -32,6 +56,11 @@ unsafe fn write_item(
                 write_options(conditions)?,
             )
         };
+        let kind = kind?;
+        if let Some(properties) = properties {
+            // SAFETY: the documented contract of `properties`.
+            (options.content_type, options.metadata) = unsafe { write_properties_in(properties) }?;
+        }
         let etag = match kind {
             WriteKind::Put => store.put(container, key, value, &options)?,
             WriteKind::Create => store.create(container, key, value, &options)?,
@@ -60,13 +89,14 @@ pub unsafe extern "C" fn tenure_put(
     // SAFETY: forwarded contract.
     unsafe {
         write_item(
-            WriteKind::Put,
+            Ok(WriteKind::Put),
             store,
             container,
             key,
             key_length,
             value,
             value_length,
+            None,
             conditions,
             etag_out,
         )
@@ -88,13 +118,14 @@ pub unsafe extern "C" fn tenure_create(
     // SAFETY: forwarded contract.
     unsafe {
         write_item(
-            WriteKind::Create,
+            Ok(WriteKind::Create),
             store,
             container,
             key,
             key_length,
             value,
             value_length,
+            None,
             conditions,
             etag_out,
         )
@@ -116,13 +147,49 @@ pub unsafe extern "C" fn tenure_replace(
     // SAFETY: forwarded contract.
     unsafe {
         write_item(
-            WriteKind::Replace,
+            Ok(WriteKind::Replace),
             store,
             container,
             key,
             key_length,
             value,
             value_length,
+            None,
+            conditions,
+            etag_out,
+        )
+    }
+}
+
+/// A put, create or replace (`kind`: TENURE_WRITE_PUT/CREATE/REPLACE, as tenure_put/create/
+/// replace) that also sets the item's content type and user metadata in the same write
+/// (`properties`, required: a write without them is tenure_put/create/replace). The item's
+/// previous content type and metadata are replaced, not merged. Conditions, `etag_out` and the
+/// last error as for tenure_put.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_write(
+    store: *const tenure_store,
+    kind: u32,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    value: *const u8,
+    value_length: usize,
+    properties: *const tenure_write_properties,
+    conditions: *const tenure_conditions,
+    etag_out: *mut c_char,
+) -> tenure_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        write_item(
+            WriteKind::from_c(kind),
+            store,
+            container,
+            key,
+            key_length,
+            value,
+            value_length,
+            Some(properties),
             conditions,
             etag_out,
         )

@@ -171,16 +171,52 @@ unsafe fn lease_id(argument: &'static str, pointer: *const c_char) -> Result<Lea
 unsafe fn lease_request(
     duration_seconds: i64,
     proposed_id: *const c_char,
+    holder: Holder,
 ) -> Result<LeaseRequest, Fail> {
     // SAFETY: the caller's contract.
     let proposed = unsafe { optional_text("proposed_id", proposed_id) }?;
+    let holder = match holder {
+        Holder::None => None,
+        // SAFETY: the caller's contract.
+        Holder::Given(pointer) => Some(unsafe { holder_text(pointer) }?.to_owned()),
+    };
     Ok(LeaseRequest {
         duration: LeaseDuration::from_seconds(duration_seconds)?,
         proposed_id: proposed
             .map(|text| LeaseId::parse("proposed_id", text))
             .transpose()?,
-        holder: None,
+        holder,
     })
+}
+
+/// The holder label of an acquire: none (tenure_lease_acquire, ..._acquire_wait,
+/// tenure_container_lease_acquire) or a required one (the `_with_holder` exports).
+#[derive(Clone, Copy)]
+enum Holder {
+    None,
+    Given(*const c_char),
+}
+
+/// The longest holder label, in bytes (the engine's limit).
+pub const TENURE_LEASE_HOLDER_MAX: usize = 256;
+
+/// A required holder label: NUL-terminated UTF-8 of at most TENURE_LEASE_HOLDER_MAX bytes.
+///
+/// # Safety
+/// `pointer` is NULL or NUL-terminated.
+unsafe fn holder_text<'a>(pointer: *const c_char) -> Result<&'a str, Fail> {
+    // SAFETY: the caller's contract.
+    let holder = unsafe { text("holder", pointer) }?;
+    if holder.len() > TENURE_LEASE_HOLDER_MAX {
+        return Err(invalid(
+            "holder",
+            format!(
+                "must be at most {TENURE_LEASE_HOLDER_MAX} bytes, not {}",
+                holder.len()
+            ),
+        ));
+    }
+    Ok(holder)
 }
 
 /// # Safety
@@ -189,10 +225,11 @@ unsafe fn acquire(
     target: Target<'_>,
     duration_seconds: i64,
     proposed_id: *const c_char,
+    holder: Holder,
     lease_out_: *mut tenure_lease,
 ) -> Result<(), Fail> {
     // SAFETY: the caller's contract.
-    let request = unsafe { lease_request(duration_seconds, proposed_id) }?;
+    let request = unsafe { lease_request(duration_seconds, proposed_id, holder) }?;
     out("lease_out", lease_out_)?;
     lease_out(target.acquire(&request)?, lease_out_);
     Ok(())
@@ -270,7 +307,13 @@ fn break_lease(
 
 fn info(target: Target<'_>, info_out: *mut tenure_lease_info) -> Result<(), Fail> {
     out("info_out", info_out)?;
-    let info = target.info()?;
+    let value = info_value(&target.info()?);
+    // SAFETY: checked non-NULL.
+    unsafe { *info_out = value };
+    Ok(())
+}
+
+fn info_value(info: &LeaseInfo) -> tenure_lease_info {
     let mut value = tenure_lease_info {
         state: match info.state {
             LeaseState::Available => TENURE_LEASE_AVAILABLE,
@@ -289,8 +332,42 @@ fn info(target: Target<'_>, info_out: *mut tenure_lease_info) -> Result<(), Fail
     if let Some(id) = info.id {
         fill(&mut value.id, &id.to_string());
     }
+    value
+}
+
+/// The lease info and its holder label, read at once.
+///
+/// # Safety
+/// `holder_buffer` has `holder_capacity` writable bytes (NULL only with 0); the out-pointers
+/// are NULL or valid.
+unsafe fn info_with_holder(
+    target: Target<'_>,
+    info_out: *mut tenure_lease_info,
+    holder_buffer: *mut u8,
+    holder_capacity: usize,
+    holder_length_out: *mut usize,
+    has_holder_out: *mut bool,
+) -> Result<(), Fail> {
+    out("info_out", info_out)?;
+    buffer("holder", holder_buffer, holder_capacity)?;
+    out("holder_length_out", holder_length_out)?;
+    out("has_holder_out", has_holder_out)?;
+    let info = target.info()?;
+    let holder = info.holder.as_deref().unwrap_or("");
+    // SAFETY: checked above; on BUFFER_TOO_SMALL only `*holder_length_out` is written.
+    unsafe {
+        copy_out(
+            holder.as_bytes(),
+            holder_buffer,
+            holder_capacity,
+            holder_length_out,
+        )
+    }?;
     // SAFETY: checked non-NULL.
-    unsafe { *info_out = value };
+    unsafe {
+        *has_holder_out = info.holder.is_some();
+        *info_out = info_value(&info);
+    }
     Ok(())
 }
 
@@ -314,6 +391,7 @@ pub unsafe extern "C" fn tenure_lease_acquire(
             item(store, container, key, key_length)?,
             duration_seconds,
             proposed_id,
+            Holder::None,
             lease_out,
         )
     })
@@ -335,7 +413,7 @@ pub unsafe extern "C" fn tenure_lease_acquire_wait(
         // SAFETY: the documented argument contracts.
         let (store, container, key) = unsafe { item_target(store, container, key, key_length) }?;
         // SAFETY: NULL or NUL-terminated.
-        let request = unsafe { lease_request(duration_seconds, proposed_id) }?;
+        let request = unsafe { lease_request(duration_seconds, proposed_id, Holder::None) }?;
         out("lease_out", lease_out_)?;
         let lease = store.acquire_lease_wait(
             container,
@@ -343,6 +421,38 @@ pub unsafe extern "C" fn tenure_lease_acquire_wait(
             &request,
             Duration::from_millis(timeout_ms),
         )?;
+        lease_out(lease, lease_out_);
+        Ok(())
+    })
+}
+
+/// As tenure_lease_acquire (`timeout_ms` 0) or tenure_lease_acquire_wait (`timeout_ms` > 0),
+/// recording `holder` (required: NUL-terminated UTF-8, at most TENURE_LEASE_HOLDER_MAX bytes)
+/// as the label lease info reports (tenure_lease_get_info_with_holder).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_acquire_with_holder(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    duration_seconds: i64,
+    proposed_id: *const c_char,
+    holder: *const c_char,
+    timeout_ms: u64,
+    lease_out_: *mut tenure_lease,
+) -> tenure_status {
+    guard(|| {
+        // SAFETY: the documented argument contracts.
+        let (store, container, key) = unsafe { item_target(store, container, key, key_length) }?;
+        // SAFETY: NULL or NUL-terminated.
+        let request =
+            unsafe { lease_request(duration_seconds, proposed_id, Holder::Given(holder)) }?;
+        out("lease_out", lease_out_)?;
+        let lease = if timeout_ms == 0 {
+            store.acquire_lease(container, key, &request)?
+        } else {
+            store.acquire_lease_wait(container, key, &request, Duration::from_millis(timeout_ms))?
+        };
         lease_out(lease, lease_out_);
         Ok(())
     })
@@ -437,6 +547,39 @@ pub unsafe extern "C" fn tenure_lease_get_info(
     guard(|| unsafe { info(item(store, container, key, key_length)?, info_out) })
 }
 
+/// As tenure_lease_get_info, with the holder label of the lease's acquire, read at once: the
+/// label is copied into `holder` (`holder_capacity` bytes, not NUL-terminated; NULL only with
+/// 0) and its length written to `*holder_length_out`; `*has_holder_out` says whether there is
+/// one: the label of the last acquire while the lease exists (leased, breaking, expired or
+/// broken); false, length 0, when it is available (never leased, released) or was acquired
+/// without a label. A label longer than
+/// `holder_capacity` is TENURE_ERR_BUFFER_TOO_SMALL with only `*holder_length_out` written;
+/// TENURE_LEASE_HOLDER_MAX bytes always suffice.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_get_info_with_holder(
+    store: *const tenure_store,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    info_out: *mut tenure_lease_info,
+    holder: *mut u8,
+    holder_capacity: usize,
+    holder_length_out: *mut usize,
+    has_holder_out: *mut bool,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe {
+        info_with_holder(
+            item(store, container, key, key_length)?,
+            info_out,
+            holder,
+            holder_capacity,
+            holder_length_out,
+            has_holder_out,
+        )
+    })
+}
+
 // ----- container leases (SPEC §5) -----
 
 /// Acquires the container's lease (as tenure_lease_acquire). While it is held, deleting the
@@ -455,6 +598,30 @@ pub unsafe extern "C" fn tenure_container_lease_acquire(
             container(store, name)?,
             duration_seconds,
             proposed_id,
+            Holder::None,
+            lease_out,
+        )
+    })
+}
+
+/// As tenure_container_lease_acquire, recording `holder` (as for
+/// tenure_lease_acquire_with_holder).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_container_lease_acquire_with_holder(
+    store: *const tenure_store,
+    name: *const c_char,
+    duration_seconds: i64,
+    proposed_id: *const c_char,
+    holder: *const c_char,
+    lease_out: *mut tenure_lease,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe {
+        acquire(
+            container(store, name)?,
+            duration_seconds,
+            proposed_id,
+            Holder::Given(holder),
             lease_out,
         )
     })
@@ -523,4 +690,28 @@ pub unsafe extern "C" fn tenure_container_lease_get_info(
 ) -> tenure_status {
     // SAFETY: the documented argument contracts.
     guard(|| unsafe { info(container(store, name)?, info_out) })
+}
+
+/// The container's lease and its holder label (as tenure_lease_get_info_with_holder).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_container_lease_get_info_with_holder(
+    store: *const tenure_store,
+    name: *const c_char,
+    info_out: *mut tenure_lease_info,
+    holder: *mut u8,
+    holder_capacity: usize,
+    holder_length_out: *mut usize,
+    has_holder_out: *mut bool,
+) -> tenure_status {
+    // SAFETY: the documented argument contracts.
+    guard(|| unsafe {
+        info_with_holder(
+            container(store, name)?,
+            info_out,
+            holder,
+            holder_capacity,
+            holder_length_out,
+            has_holder_out,
+        )
+    })
 }

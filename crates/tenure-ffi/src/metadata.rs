@@ -60,3 +60,37 @@ pub(crate) fn metadata_bytes(metadata: &[(String, String)]) -> Vec<u8> {
     }
     bytes
 }
+
+/// The content type and user metadata a write sets together with the value (tenure_write,
+/// tenure_batch_write): the one way to write them in the same write as the value.
+#[repr(C)]
+pub struct tenure_write_properties {
+    /// NUL-terminated UTF-8 (at most the engine's content-type limit); NULL = no content type.
+    pub content_type: *const c_char,
+    /// `metadata_count` pairs; NULL only with a count of 0.
+    pub metadata: *const tenure_metadata_entry,
+    pub metadata_count: usize,
+}
+
+/// A required `tenure_write_properties` argument, checked and copied in.
+///
+/// # Safety
+/// `properties` is NULL or a valid struct whose pointers follow its documented contract.
+pub(crate) unsafe fn write_properties_in(
+    properties: *const tenure_write_properties,
+) -> Result<(Option<String>, Vec<(String, String)>), Fail> {
+    // SAFETY: the caller's contract.
+    let Some(properties) = (unsafe { properties.as_ref() }) else {
+        return Err(invalid(
+            "properties",
+            "is NULL (a write without properties is tenure_put/create/replace)",
+        ));
+    };
+    // SAFETY: the caller's contract for each pointer.
+    unsafe {
+        Ok((
+            optional_text("properties.content_type", properties.content_type)?.map(str::to_owned),
+            metadata_in(properties.metadata, properties.metadata_count)?,
+        ))
+    }
+}

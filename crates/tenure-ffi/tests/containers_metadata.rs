@@ -550,3 +550,280 @@ fn compaction_snapshot_listing_and_waiting() {
         assert!(changed);
     }
 }
+
+/// The item's content type and metadata, through an item handle.
+fn properties_of(store: *mut tenure_store, key: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut item = null_mut();
+    let mut content_type = vec![0u8; 256];
+    let mut metadata = vec![0u8; 256];
+    let (mut type_length, mut metadata_length) = (0, 0);
+    // SAFETY: valid arguments; the item handle is freed before returning.
+    unsafe {
+        assert_eq!(
+            tenure_get_item(
+                store,
+                ITEMS.as_ptr(),
+                key.as_ptr(),
+                key.len(),
+                null(),
+                &mut item
+            ),
+            TENURE_OK
+        );
+        assert_eq!(
+            tenure_item_content_type(
+                item,
+                content_type.as_mut_ptr(),
+                content_type.len(),
+                &mut type_length
+            ),
+            TENURE_OK
+        );
+        assert_eq!(
+            tenure_item_metadata(
+                item,
+                metadata.as_mut_ptr(),
+                metadata.len(),
+                &mut metadata_length
+            ),
+            TENURE_OK
+        );
+        assert_eq!(tenure_item_free(item), TENURE_OK);
+    }
+    content_type.truncate(type_length);
+    metadata.truncate(metadata_length);
+    (content_type, metadata)
+}
+
+#[test]
+fn a_write_sets_value_content_type_and_metadata_at_once_and_bad_ones_change_nothing() {
+    let fixture = Fixture::new("write-properties");
+    let store = fixture.store;
+    let entries = [entry_of(c"color", c"blue"), entry_of(c"size", c"L")];
+    let mut properties = tenure_write_properties {
+        content_type: c"application/json".as_ptr(),
+        metadata: entries.as_ptr(),
+        metadata_count: 2,
+    };
+    let mut etag = [0 as c_char; TENURE_ETAG_SIZE];
+    let before = fixture.version();
+    // SAFETY: valid arguments, and deliberately bad ones the library must reject.
+    unsafe {
+        assert_eq!(
+            tenure_write(
+                store,
+                TENURE_WRITE_CREATE,
+                ITEMS.as_ptr(),
+                b"doc".as_ptr(),
+                3,
+                b"{}".as_ptr(),
+                2,
+                &properties,
+                null(),
+                etag.as_mut_ptr()
+            ),
+            TENURE_OK
+        );
+        assert_eq!(fixture.version(), before + 1);
+        assert_eq!(
+            properties_of(store, b"doc"),
+            (
+                b"application/json".to_vec(),
+                b"color\0blue\0size\0L\0".to_vec()
+            )
+        );
+        let after = fixture.version();
+        let bad_utf8 = [0xffu8 as c_char, 0];
+        let write = |kind: u32, properties: *const tenure_write_properties| {
+            tenure_write(
+                store,
+                kind,
+                ITEMS.as_ptr(),
+                b"doc".as_ptr(),
+                3,
+                b"x".as_ptr(),
+                1,
+                properties,
+                null(),
+                null_mut(),
+            )
+        };
+        assert_eq!(write(7, &properties), TENURE_ERR_INVALID_ARGUMENT);
+        assert_eq!(write(TENURE_WRITE_PUT, null()), TENURE_ERR_INVALID_ARGUMENT);
+        properties.content_type = bad_utf8.as_ptr();
+        assert_eq!(
+            write(TENURE_WRITE_PUT, &properties),
+            TENURE_ERR_INVALID_ARGUMENT
+        );
+        properties.content_type = null();
+        properties.metadata_count = usize::MAX;
+        assert_eq!(
+            write(TENURE_WRITE_PUT, &properties),
+            TENURE_ERR_INVALID_ARGUMENT
+        );
+        properties.metadata = null();
+        properties.metadata_count = 1;
+        assert_eq!(
+            write(TENURE_WRITE_PUT, &properties),
+            TENURE_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(fixture.version(), after);
+
+        // In a batch.
+        let mut batch = null_mut();
+        let mut version = 0;
+        properties.metadata = entries.as_ptr();
+        assert_eq!(tenure_batch_new(store, &mut batch), TENURE_OK);
+        assert_eq!(
+            tenure_batch_write(
+                batch,
+                TENURE_WRITE_REPLACE,
+                ITEMS.as_ptr(),
+                b"doc".as_ptr(),
+                3,
+                b"[]".as_ptr(),
+                2,
+                &properties,
+                null()
+            ),
+            TENURE_OK
+        );
+        assert_eq!(tenure_batch_commit(batch, &mut version), TENURE_OK);
+        assert_eq!(tenure_batch_free(batch), TENURE_OK);
+        assert_eq!(
+            properties_of(store, b"doc"),
+            (Vec::new(), b"color\0blue\0".to_vec())
+        );
+    }
+}
+
+#[test]
+fn a_lease_acquired_with_a_holder_reports_it() {
+    let fixture = Fixture::new("lease-holder");
+    let store = fixture.store;
+    let mut lease = new_lease();
+    let mut info = new_lease_info();
+    let mut holder = [0u8; TENURE_LEASE_HOLDER_MAX];
+    let mut length = 0;
+    let mut has = false;
+    let long = CString::new("h".repeat(TENURE_LEASE_HOLDER_MAX + 1)).unwrap();
+    // SAFETY: valid arguments, and deliberately bad ones the library must reject.
+    unsafe {
+        assert_eq!(
+            tenure_put(
+                store,
+                ITEMS.as_ptr(),
+                b"k".as_ptr(),
+                1,
+                b"v".as_ptr(),
+                1,
+                null(),
+                null_mut()
+            ),
+            TENURE_OK
+        );
+        let before = fixture.version();
+        assert_eq!(
+            tenure_lease_acquire_with_holder(
+                store,
+                ITEMS.as_ptr(),
+                b"k".as_ptr(),
+                1,
+                15,
+                null(),
+                long.as_ptr(),
+                0,
+                &mut lease
+            ),
+            TENURE_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            tenure_lease_acquire_with_holder(
+                store,
+                ITEMS.as_ptr(),
+                b"k".as_ptr(),
+                1,
+                15,
+                null(),
+                null(),
+                0,
+                &mut lease
+            ),
+            TENURE_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(fixture.version(), before);
+        assert_eq!(
+            tenure_lease_acquire_with_holder(
+                store,
+                ITEMS.as_ptr(),
+                b"k".as_ptr(),
+                1,
+                15,
+                null(),
+                c"worker-1".as_ptr(),
+                0,
+                &mut lease
+            ),
+            TENURE_OK
+        );
+        assert_eq!(
+            tenure_lease_get_info_with_holder(
+                store,
+                ITEMS.as_ptr(),
+                b"k".as_ptr(),
+                1,
+                &mut info,
+                holder.as_mut_ptr(),
+                holder.len(),
+                &mut length,
+                &mut has
+            ),
+            TENURE_OK
+        );
+        assert_eq!(info.state, TENURE_LEASE_LEASED);
+        assert_eq!(text(&info.id), text(&lease.id));
+        assert!(has);
+        assert_eq!(&holder[..length], b"worker-1");
+        assert_eq!(
+            tenure_container_lease_acquire_with_holder(
+                store,
+                ITEMS.as_ptr(),
+                -1,
+                null(),
+                c"job".as_ptr(),
+                &mut lease
+            ),
+            TENURE_OK
+        );
+        assert_eq!(
+            tenure_container_lease_get_info_with_holder(
+                store,
+                ITEMS.as_ptr(),
+                &mut info,
+                holder.as_mut_ptr(),
+                2,
+                &mut length,
+                &mut has
+            ),
+            TENURE_ERR_BUFFER_TOO_SMALL
+        );
+        assert_eq!(length, 3);
+        assert_eq!(
+            tenure_container_lease_get_info_with_holder(
+                store,
+                ITEMS.as_ptr(),
+                &mut info,
+                holder.as_mut_ptr(),
+                holder.len(),
+                &mut length,
+                &mut has
+            ),
+            TENURE_OK
+        );
+        assert!(has && &holder[..length] == b"job");
+        assert_eq!(
+            tenure_container_lease_release(store, ITEMS.as_ptr(), lease.id.as_ptr()),
+            TENURE_OK
+        );
+    }
+}

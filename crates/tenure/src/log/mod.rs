@@ -603,9 +603,7 @@ impl LogShared {
             if slot == u64::MAX {
                 return;
             }
-            // A failure here is not the preparer's to report: the appender that needs the
-            // segment creates it itself and meets the error.
-            let _ = self.segment_for(slot, 1);
+            self.prepare_segment_ahead(slot);
         }
     }
 
@@ -689,6 +687,28 @@ impl LogShared {
                 .remove(&name)
                 .map_err(|error| Error::io(self.storage.path().join(&name), "remove", error))?;
         }
+        self.create_segment_locked(slot, slot_count)
+    }
+
+    /// The preparer's creation of the segment at `slot`, ahead of need. Its request can be
+    /// stale by the time it runs: appenders may already have created that segment, filled it,
+    /// and compaction removed it; creating it then would bring back a segment below the log's
+    /// first slot (seen as "only the oldest of several segments can be removed" in a test with
+    /// 64 KiB segments and fast lease actions). So, under the creation lock, it creates the
+    /// segment only while the tail has not reached it.
+    fn prepare_segment_ahead(&self, slot: u64) {
+        let _creating = self.segment_creation.lock();
+        let tail = unpack(self.reservation.load(Ordering::Acquire)).1;
+        if slot * self.slot_size < tail || self.segments.get_owned(slot).is_some() {
+            return;
+        }
+        // A failure here is not the preparer's to report: the appender that needs the
+        // segment creates it itself and meets the error.
+        let _ = self.create_segment_locked(slot, 1);
+    }
+
+    /// Creates and maps the segment; the caller holds `segment_creation`.
+    fn create_segment_locked(&self, slot: u64, slot_count: u64) -> Result<Arc<Segment>> {
         let segment = Arc::new(recovery::create_segment(
             self.storage.as_ref(),
             slot,
