@@ -1,11 +1,13 @@
 //! tenure beside LMDB (heed), redb, sled, fjall, SQLite (rusqlite), redis-server and memcached
-//! (and RocksDB, cargo feature `rocksdb`): the same workloads, one process per engine and round, engines interleaved, medians and per-round
-//! ratios. See `benches/README.md` and `tenure_benches::compare`.
+//! (and RocksDB, cargo feature `rocksdb`): the same workloads, one process per engine and round,
+//! engines interleaved, medians and per-round ratios. See `benches/README.md` and `tenure_benches::compare`.
 //!
 //! ```sh
 //! CARGO_TARGET_DIR=/tmp/target-compare cargo build --release -p tenure-benches --features peers --bin compare
-//! # RocksDB as one more peer (a C++ build of many minutes; bindgen needs Debian's libclang-dev):
-//! CARGO_TARGET_DIR=/tmp/target-compare cargo build --release -j 2 -p tenure-benches --features rocksdb --bin compare
+//! # RocksDB as one more peer, linked to Debian's librocksdb (bindgen needs libclang-dev):
+//! apt-get install -y librocksdb-dev libclang-dev
+//! ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu CARGO_TARGET_DIR=/tmp/target-compare \
+//!     cargo build --release -p tenure-benches --features rocksdb --bin compare
 //! /tmp/target-compare/release/compare --quick                      # smoke run, < 3 minutes
 //! /tmp/target-compare/release/compare --out docs/benchmarks.md     # full run, 1M keys
 //! ```

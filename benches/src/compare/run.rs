@@ -561,10 +561,16 @@ fn render(
         "- date: {}",
         command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
     );
+    // The feature set this binary was built with, so the line below can be run as written.
+    let (build_environment, features) = if cfg!(feature = "rocksdb") {
+        ("ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu ", "rocksdb")
+    } else {
+        ("", "peers")
+    };
     let _ = writeln!(
         out,
-        "- command: `{}` (built with `CARGO_TARGET_DIR=/tmp/target-compare cargo build --release \
-         -p tenure-benches --features peers --bin compare`)",
+        "- command: `{}` (built with `{build_environment}CARGO_TARGET_DIR=/tmp/target-compare \
+         cargo build --release -p tenure-benches --features {features} --bin compare`)",
         options.command_line
     );
     let _ = writeln!(
