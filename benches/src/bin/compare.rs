@@ -1,9 +1,13 @@
-//! tenure beside LMDB (heed), redb, sled, fjall, SQLite (rusqlite), redis-server and memcached: the same
-//! workloads, one process per engine and round, engines interleaved, medians and per-round
-//! ratios. See `benches/README.md` and `tenure_benches::compare`.
+//! tenure beside LMDB (heed), redb, sled, fjall, SQLite (rusqlite), redis-server and memcached
+//! (and RocksDB, cargo feature `rocksdb`): the same workloads, one process per engine and round,
+//! engines interleaved, medians and per-round ratios. See `benches/README.md` and `tenure_benches::compare`.
 //!
 //! ```sh
 //! CARGO_TARGET_DIR=/tmp/target-compare cargo build --release -p tenure-benches --features peers --bin compare
+//! # RocksDB as one more peer, linked to Debian's librocksdb (bindgen needs libclang-dev):
+//! apt-get install -y librocksdb-dev libclang-dev
+//! ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu CARGO_TARGET_DIR=/tmp/target-compare \
+//!     cargo build --release -p tenure-benches --features rocksdb --bin compare
 //! /tmp/target-compare/release/compare --quick                      # smoke run, < 3 minutes
 //! /tmp/target-compare/release/compare --out docs/benchmarks.md     # full run, 1M keys
 //! ```
@@ -12,7 +16,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use tenure_benches::compare::engines::{EMBEDDED, FEATURE_GATED};
 use tenure_benches::compare::run::{child_main, parent_main, Options};
+
+/// The engines besides the embedded ones: servers and the physical limits.
+const SERVICES: [&str; 3] = ["redis", "memcached", "raw"];
 use tenure_benches::compare::workloads::ChildConfig;
 
 const USAGE: &str = "\
@@ -25,7 +33,8 @@ usage: compare [--quick] [--keys N] [--churn-keys N] [--rounds N] [--measure-ms 
   --quick        100k keys (20k in churn), 100 ms per measurement, 5 rounds; the workloads
                  get..open on 10k keys in 2 rounds: a smoke run
   (default)      1M keys (also in churn and get..open), 1 s per measurement, 5 rounds
-  engines        tenure lmdb redb sled fjall sqlite redis memcached raw
+  engines        tenure lmdb redb sled fjall sqlite redis memcached raw, and rocksdb in a
+                 build with `--features rocksdb` (the default list then includes it)
   workloads      kv get shape16 blob commit cas snapshot open churn lease limits
   --extended-keys, --extended-rounds
                  keys and rounds of get, shape16, blob, commit, cas, snapshot, open
@@ -160,6 +169,20 @@ fn parse_parent(arguments: &[String]) -> Result<Options, String> {
             "--rounds, --extended-rounds must be ≥ 1 and --keys, --churn-keys, \
              --extended-keys ≥ 1000"
                 .into(),
+        );
+    }
+    for engine in &options.engines {
+        if EMBEDDED.contains(&engine.as_str()) || SERVICES.contains(&engine.as_str()) {
+            continue;
+        }
+        return Err(
+            match FEATURE_GATED.iter().find(|(name, _)| name == engine) {
+                Some((name, feature)) => format!(
+                    "engine {name} is not in this build: build compare with \
+                 `--features {feature}` (docs/benchmarks.md, \"How to run it\")"
+                ),
+                None => format!("unknown engine {engine}"),
+            },
         );
     }
     if let Some(unknown) = options

@@ -11,6 +11,7 @@
 //! | sled | default (background flush every 500 ms) | `flush()` | none (segment cleaning runs by itself) |
 //! | fjall | default (`PersistMode::Buffer`) | `persist(SyncAll)` | `major_compact()` |
 //! | sqlite | `journal_mode=WAL`, `synchronous=OFF` | fsync of the database and WAL files | `VACUUM` + `wal_checkpoint(TRUNCATE)` |
+//! | rocksdb (feature `rocksdb`, [`super::rocks`]) | WAL written, not synced (`set_sync(false)`) | `flush_wal(true)` | `compact_range(None, None)` |
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -20,10 +21,19 @@ use redb::ReadableTable as _;
 
 use super::{value_version, Key, Value, VALUE_BYTES};
 
-/// The engines of the embedded rows, in table order.
-pub const EMBEDDED: [&str; 6] = ["tenure", "lmdb", "redb", "sled", "fjall", "sqlite"];
+/// The engines of the embedded rows, in table order. RocksDB only when its cargo feature is
+/// built ([`super::rocks`]).
+#[cfg(not(feature = "rocksdb"))]
+pub const EMBEDDED: &[&str] = &["tenure", "lmdb", "redb", "sled", "fjall", "sqlite"];
+#[cfg(feature = "rocksdb")]
+pub const EMBEDDED: &[&str] = &[
+    "tenure", "lmdb", "redb", "sled", "fjall", "sqlite", "rocksdb",
+];
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+/// Engines that exist only in a build with an extra cargo feature: (engine, feature).
+pub const FEATURE_GATED: &[(&str, &str)] = &[("rocksdb", "rocksdb")];
+
+pub(super) type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// One engine, opened on a directory. Shared between reader threads by reference.
 pub trait Engine: Sync {
@@ -74,12 +84,12 @@ pub trait Reader {
     }
 }
 
-fn fold(bytes: &[u8]) -> u64 {
+pub(super) fn fold(bytes: &[u8]) -> u64 {
     bytes.len() as u64 + u64::from(bytes[0]) + u64::from(bytes[bytes.len() - 1])
 }
 
 /// [`fold`], or with `whole` a fold of every 64th byte (one load per cache line).
-fn fold_value(bytes: &[u8], whole: bool) -> u64 {
+pub(super) fn fold_value(bytes: &[u8], whole: bool) -> u64 {
     if !whole {
         return fold(bytes);
     }
@@ -91,18 +101,18 @@ fn fold_value(bytes: &[u8], whole: bool) -> u64 {
 }
 
 /// The version a peer keeps in a value's first 8 bytes.
-fn stored_version(value: &[u8]) -> u64 {
+pub(super) fn stored_version(value: &[u8]) -> u64 {
     value_version(value)
 }
 
 /// The next value of a compare-and-set: `value` carrying version `current + 1`.
-fn next_version(value: &Value, current: &[u8]) -> Value {
+pub(super) fn next_version(value: &Value, current: &[u8]) -> Value {
     let mut next = *value;
     next[..8].copy_from_slice(&(value_version(current) + 1).to_le_bytes());
     next
 }
 
-fn missing() -> Box<dyn std::error::Error + Send + Sync> {
+pub(super) fn missing() -> Box<dyn std::error::Error + Send + Sync> {
     "a key the benchmark wrote is missing".into()
 }
 
@@ -123,6 +133,7 @@ pub fn open(name: &str, directory: &Path) -> Result<Box<dyn Engine>> {
 /// | sled | `apply_batch`, then `flush()` and `fdatasync` of its `db` file (sled has no per-commit durable mode, and its flush ends in `sync_file_range`) |
 /// | fjall | write transaction with `durability(Some(PersistMode::SyncAll))` |
 /// | sqlite | WAL, `synchronous=FULL` |
+/// | rocksdb | `WriteOptions::set_sync(true)` |
 pub fn open_with(name: &str, directory: &Path, durable: bool) -> Result<Box<dyn Engine>> {
     std::fs::create_dir_all(directory)?;
     Ok(match name {
@@ -132,6 +143,8 @@ pub fn open_with(name: &str, directory: &Path, durable: bool) -> Result<Box<dyn 
         "sled" => Box::new(Sled::open_with(directory, durable)?),
         "fjall" => Box::new(Fjall::open_with(directory, durable)?),
         "sqlite" => Box::new(Sqlite::open_with(directory, durable)?),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Box::new(super::rocks::RocksDb::open_with(directory, durable)?),
         other => return Err(format!("unknown engine {other}").into()),
     })
 }

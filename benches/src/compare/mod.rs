@@ -1,5 +1,6 @@
 //! The side-by-side comparison behind `src/bin/compare.rs`: the same workloads against tenure,
-//! its embedded peers (LMDB through heed, redb, sled, fjall, SQLite through rusqlite) and, for
+//! its embedded peers (LMDB through heed, redb, sled, fjall, SQLite through rusqlite, and RocksDB
+//! when the cargo feature `rocksdb` is built) and, for
 //! the lease rows, redis-server over loopback.
 //!
 //! The parent process ([`run`]) starts one child process per engine, workload and round (the
@@ -19,6 +20,8 @@ pub mod memcached;
 pub mod physical;
 pub mod redis;
 pub mod report;
+#[cfg(feature = "rocksdb")]
+pub mod rocks;
 pub mod run;
 pub mod workloads;
 

@@ -517,6 +517,8 @@ fn peer_versions() -> String {
                     "libsqlite3-sys",
                 ]
                 .contains(&name.as_str())
+                    || (cfg!(feature = "rocksdb")
+                        && ["rocksdb", "librocksdb-sys"].contains(&name.as_str()))
                 {
                     found.push(format!("{name} {}", rest.trim_matches('"')));
                 }
@@ -559,10 +561,16 @@ fn render(
         "- date: {}",
         command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
     );
+    // The feature set this binary was built with, so the line below can be run as written.
+    let (build_environment, features) = if cfg!(feature = "rocksdb") {
+        ("ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu ", "rocksdb")
+    } else {
+        ("", "peers")
+    };
     let _ = writeln!(
         out,
-        "- command: `{}` (built with `CARGO_TARGET_DIR=/tmp/target-compare cargo build --release \
-         -p tenure-benches --features peers --bin compare`)",
+        "- command: `{}` (built with `{build_environment}CARGO_TARGET_DIR=/tmp/target-compare \
+         cargo build --release -p tenure-benches --features {features} --bin compare`)",
         options.command_line
     );
     let _ = writeln!(
@@ -627,8 +635,17 @@ fn render(
          | redb | `Durability::None` | a commit with `Durability::Immediate` | `compact()` until it reports nothing left |\n\
          | sled | default (its background flush) | `flush()` | none (no compaction call; its segment cleaner runs by itself) |\n\
          | fjall | default (`PersistMode::Buffer`), single-writer transactions | `persist(SyncAll)` | `major_compact()` |\n\
-         | sqlite | `journal_mode=WAL`, `synchronous=OFF`, a `WITHOUT ROWID` table | fsync of the database and WAL files | `VACUUM` + `wal_checkpoint(TRUNCATE)` |\n"
+         | sqlite | `journal_mode=WAL`, `synchronous=OFF`, a `WITHOUT ROWID` table | fsync of the database and WAL files | `VACUUM` + `wal_checkpoint(TRUNCATE)` |"
     );
+    if EMBEDDED.contains(&"rocksdb") {
+        let _ = writeln!(
+            out,
+            "| rocksdb | an `OptimisticTransactionDB`, default options; `WriteOptions` with \
+             `disable_wal(false)`, `set_sync(false)` (its default: WAL written, not synced) | \
+             `flush_wal(true)` | `compact_range(None, None)` |"
+        );
+    }
+    let _ = writeln!(out);
     let _ = writeln!(
         out,
         "- Otherwise each engine keeps its defaults (cache sizes, background threads). tenure's \
@@ -638,7 +655,16 @@ fn render(
          transaction and a cursor. Every engine reads the start key and the entries after it.\n\
          - The compare-and-set rows give each peer its cheapest correct form: LMDB, redb and \
          fjall read and write in one write transaction (no separate read before it); tenure \
-         does a `get` and then a conditional `put`, as a client of its API would.\n"
+         does a `get` and then a conditional `put`, as a client of its API would.{}\n",
+        if EMBEDDED.contains(&"rocksdb") {
+            " RocksDB uses an optimistic transaction (`get_pinned_for_update`, `put`, \
+             `commit`, which fails on a write conflict): no lock manager, cheaper than a \
+             `TransactionDB`'s locked get-for-update when keys are rarely contended. Its gets \
+             use `get_pinned` (no copy of the value); its scans read an iterator from the start \
+             key (`IteratorMode::From`), in a `snapshot()` for the snapshot scans."
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         out,
@@ -647,7 +673,7 @@ fn render(
          `NO_SYNC`; redb `Durability::Immediate`; sled `flush()` after each commit (it has no \
          durable commit mode), then `fdatasync` of its `db` file, because sled's flush ends in \
          `sync_file_range`, which does not flush the drive's cache; fjall write transactions with \
-         `durability(Some(PersistMode::SyncAll))`; SQLite WAL with `synchronous=FULL`. \
+         `durability(Some(PersistMode::SyncAll))`; SQLite WAL with `synchronous=FULL`{}. \
          SQLite's writers share one connection behind a mutex (SQLite has one writer at a \
          time).\n\
          - tenure's gets of small values use `Store::get` (an owned copy of 150 B costs less \
@@ -657,6 +683,11 @@ fn render(
          engine.\n\
          - The rows of the workloads `get`, `shape16`, `blob`, `commit`, `cas`, `snapshot` and \
          `open` ran with {} keys in {} rounds{}.\n",
+        if EMBEDDED.contains(&"rocksdb") {
+            "; RocksDB `WriteOptions::set_sync(true)`"
+        } else {
+            ""
+        },
         options.extended_keys,
         options.extended_rounds,
         if options.quick {
