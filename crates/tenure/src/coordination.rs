@@ -140,13 +140,33 @@ impl StoreShared {
         container: &str,
         key: &[u8],
         create_slot: bool,
-        mut decide: impl FnMut(
+        decide: impl FnMut(
             Option<&VersionNode>,
             &Coordination,
             Timestamp,
             Version,
         ) -> Result<Decision<T>>,
     ) -> Result<T> {
+        self.change_coordination_then(container, key, create_slot, decide, |_, _, _| Ok(()))
+            .map(|(output, ())| output)
+    }
+
+    /// [`StoreShared::change_coordination`], then `then` on the decision's output and the
+    /// node just installed (committed, so visible), under the same epoch guard: a caller that
+    /// returns the item reads exactly the version it changed, with no second lookup.
+    fn change_coordination_then<T, R>(
+        &self,
+        container: &str,
+        key: &[u8],
+        create_slot: bool,
+        mut decide: impl FnMut(
+            Option<&VersionNode>,
+            &Coordination,
+            Timestamp,
+            Version,
+        ) -> Result<Decision<T>>,
+        then: impl FnOnce(&T, &VersionNode, &crossbeam_epoch::Guard) -> Result<R>,
+    ) -> Result<(T, R)> {
         self.check_open()?;
         validate::container_name(container)?;
         validate::key(key, &self.limits)?;
@@ -226,7 +246,9 @@ impl StoreShared {
                     reservation.commit()?;
                     self.maybe_prune(&slot, installed, &guard);
                     self.lease_waiters.notify();
-                    return Ok(decision.output);
+                    // SAFETY: our own node, installed and reachable under `guard`.
+                    let read = then(&decision.output, unsafe { installed.deref() }, &guard)?;
+                    return Ok((decision.output, read));
                 }
                 Err(_) => reservation.abort(),
             }
@@ -443,36 +465,48 @@ impl StoreShared {
             ));
         }
         let handle = generated_lock_handle();
-        let item = self.change_coordination(container, key, force, |current, state, now, _| {
-            let lease_state = lease::state(state.lease.as_ref().filter(|_| current.is_some()), now);
-            let facts = lock::KeyFacts {
-                item_present: current.is_some(),
-                lock: state.lock.as_ref(),
-                now,
-            };
-            let grant = lock::get_and_lock(facts, lease_state, lock_timeout_micros, force, handle)
-                .map_err(|error| {
-                    with_current_etag(error, current.map(|node| ETag(node.etag_version)))
-                })?;
-            let lease = if grant.clear_lease {
-                None
-            } else {
-                state.lease.clone().filter(|_| current.is_some())
-            };
-            Ok(Decision {
-                coordination: Coordination {
-                    lease,
-                    lock: Some(grant.lock),
-                },
-                expires_at: None,
-                output: current.map(|node| node.etag_version),
-            })
-        })?;
-        let item = match item {
-            // The locked version is the one just read: read it back by its ETag.
-            Some(_) => Some(self.get(container, key, &Default::default())?),
-            None => None,
-        };
+        // The item is read from the node the lock installed (it keeps the item's value,
+        // properties and ETag), not looked up again: exactly the version locked, even if a
+        // plain put replaces the lock right after.
+        let (_, item) = self.change_coordination_then(
+            container,
+            key,
+            force,
+            |current, state, now, _| {
+                let lease_state =
+                    lease::state(state.lease.as_ref().filter(|_| current.is_some()), now);
+                let facts = lock::KeyFacts {
+                    item_present: current.is_some(),
+                    lock: state.lock.as_ref(),
+                    now,
+                };
+                let grant =
+                    lock::get_and_lock(facts, lease_state, lock_timeout_micros, force, handle)
+                        .map_err(|error| {
+                            with_current_etag(error, current.map(|node| ETag(node.etag_version)))
+                        })?;
+                let lease = if grant.clear_lease {
+                    None
+                } else {
+                    state.lease.clone().filter(|_| current.is_some())
+                };
+                Ok(Decision {
+                    coordination: Coordination {
+                        lease,
+                        lock: Some(grant.lock),
+                    },
+                    expires_at: None,
+                    output: current.is_some(),
+                })
+            },
+            |item_present, node, guard| {
+                if *item_present {
+                    self.item_from(key, node, true, guard).map(Some)
+                } else {
+                    Ok(None)
+                }
+            },
+        )?;
         Ok((item, handle))
     }
 
