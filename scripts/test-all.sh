@@ -3,9 +3,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Each step's title with the seconds the suite has run so far, so a slow step shows in the log.
+# Each step's title with the seconds the suite has run so far and the disk left where the
+# builds go, so a slow step or a filling disk shows in the log.
 suite_started=$SECONDS
-step() { printf '\n=== [%4d s] %s\n' "$((SECONDS - suite_started))" "$*"; }
+target_directory="${CARGO_TARGET_DIR:-target}"
+mkdir -p "$target_directory"
+free_disk() { df -Pm "$target_directory" | awk 'NR == 2 { printf "%.1f GiB free", $4 / 1024 }'; }
+step() { printf '\n=== [%4d s, %s] %s\n' "$((SECONDS - suite_started))" "$(free_disk)" "$*"; }
 trap 'printf "\n=== [%4d s] done (exit %d)\n" "$((SECONDS - suite_started))" "$?"' EXIT
 
 step "rustfmt"
@@ -24,6 +28,9 @@ cargo deny --offline --locked check licenses bans sources
 
 step "tests"
 cargo test --workspace --locked
+# The integration tests' scratch stores (CARGO_TARGET_TMPDIR) are kept for a look after a
+# failure; once every test passed they are only disk.
+rm -rf "$target_directory/tmp"
 
 step "shuttle: the log's completion protocol under randomized and PCT schedules"
 cargo test --locked -p tenure --features shuttle --lib shuttle_

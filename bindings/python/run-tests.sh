@@ -29,7 +29,7 @@ fi
 venv_python="$venv/bin/python"
 "$venv_python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 "$venv_python" -m pip install --quiet --disable-pip-version-check \
-  "maturin>=1.9.4,<2" "pytest>=7" "hypothesis>=6" "mypy>=1.10"
+  "maturin>=1.9.4,<2" "pytest>=7.3" "hypothesis>=6" "mypy>=1.10"
 
 step "pip install ./bindings/python (release build into $CARGO_TARGET_DIR)"
 "$venv_python" -m pip install --disable-pip-version-check --force-reinstall --no-deps "$here"

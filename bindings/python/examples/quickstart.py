@@ -89,4 +89,9 @@ def main(directory: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="tenure-example-") + "/store")
+    if len(sys.argv) > 1:
+        main(sys.argv[1])
+    else:
+        # A store preallocates its first segment (64 MiB): leave nothing behind.
+        with tempfile.TemporaryDirectory(prefix="tenure-example-") as directory:
+            main(directory + "/store")

@@ -110,7 +110,13 @@ pub fn scratch(name: &str) -> PathBuf {
 /// `key-<n>` = `value-<n>`.
 pub fn store_with_items(name: &str, count: usize) -> PathBuf {
     let dir = scratch(name).join("store");
-    let store = tenure::Store::open(&dir, tenure::StoreOptions::default()).expect("open");
+    // The store keeps the segment size it was made with; a small one keeps the tests' disk
+    // footprint small (the tool's default is 64 MiB, preallocated).
+    let options = tenure::StoreOptions {
+        segment_size_bytes: 1 << 20,
+        ..tenure::StoreOptions::default()
+    };
+    let store = tenure::Store::open(&dir, options).expect("open");
     store
         .create_container("docs", &tenure::ContainerOptions::default())
         .expect("container");
