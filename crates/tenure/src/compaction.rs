@@ -71,11 +71,32 @@ struct Relocation {
 }
 
 impl StoreShared {
-    /// Rewrites and removes every sealed segment, oldest first. Readers and writers keep
-    /// going; a writer racing a relocation at most retries its compare-and-swap once.
+    /// Rewrites the log's live data and removes the segments it came from, oldest first:
+    /// every segment, the tail's too — its segment is ended first when anything was written
+    /// since the last `compact` — so that what is left is the live data and no more. Readers
+    /// and writers keep going; a writer racing a relocation at most retries its
+    /// compare-and-swap once.
     pub fn compact(&self) -> Result<CompactionReport> {
         self.check_open()?;
+        let mut tail_after_last_compact = self.compaction.lock();
+        if self.log.tail_offset() != *tail_after_last_compact {
+            self.log.seal_tail()?;
+        }
+        let report = self.compact_sealed_locked()?;
+        *tail_after_last_compact = self.log.tail_offset();
+        Ok(report)
+    }
+
+    /// Rewrites and removes the sealed segments (every one but the tail's), oldest first: the
+    /// background compaction, which leaves the segment being written alone.
+    pub(crate) fn compact_sealed(&self) -> Result<CompactionReport> {
+        self.check_open()?;
         let _one_at_a_time = self.compaction.lock();
+        self.compact_sealed_locked()
+    }
+
+    /// The caller holds `compaction`.
+    fn compact_sealed_locked(&self) -> Result<CompactionReport> {
         let mut report = CompactionReport::default();
         // Only durable segments are sealed; in buffered mode that needs a flush.
         self.log.flush()?;
@@ -114,6 +135,10 @@ impl StoreShared {
             self.log.remove_oldest_segment(*first_slot)?;
             report.segments_removed += 1;
             report.bytes_removed += bytes;
+        }
+        if report.segments_removed > 0 {
+            // Give the disk back now, not whenever epoch garbage is next collected.
+            self.log.collect_removed_segments();
         }
         Ok(report)
     }
@@ -417,7 +442,7 @@ impl BackgroundCompaction {
                 if store.log.sealed_segments().len() >= sealed_segments_threshold.max(1) {
                     // A failure here (a poisoned log, a closed store) surfaces to the next
                     // caller of the store itself; the compactor just stops.
-                    if store.compact().is_err() {
+                    if store.compact_sealed().is_err() {
                         return;
                     }
                 }

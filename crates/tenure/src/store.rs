@@ -50,8 +50,8 @@ pub struct StoreShared {
     pub(crate) lease_waiters: crate::coordination::LeaseWaiters,
     /// What the change feed must keep (versions, bytes behind the tail).
     pub(crate) feed_retention: (Option<u64>, Option<u64>),
-    /// One compaction at a time.
-    pub(crate) compaction: Mutex<()>,
+    /// One compaction at a time; holds the log's tail when the last `compact` call ended.
+    pub(crate) compaction: Mutex<u64>,
     closed: AtomicBool,
 }
 
@@ -105,7 +105,7 @@ impl Store {
             snapshots: Mutex::new(BTreeMap::new()),
             oldest_snapshot: AtomicU64::new(u64::MAX),
             lease_waiters: Default::default(),
-            compaction: Mutex::new(()),
+            compaction: Mutex::new(0),
             feed_retention: (
                 options.change_feed_retention_versions,
                 options.change_feed_retention_bytes,

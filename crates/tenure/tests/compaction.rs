@@ -567,3 +567,98 @@ fn lease_actions_racing_compaction_never_leave_a_value_in_a_removed_segment() {
     store.close().unwrap();
     read_all(&open());
 }
+
+/// Bytes of the store's segment files as the file system sees them.
+fn segment_file_bytes(directory: &std::path::Path) -> (usize, u64) {
+    let mut files = 0;
+    let mut bytes = 0;
+    for entry in std::fs::read_dir(directory).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name().to_string_lossy().starts_with("segment-") {
+            files += 1;
+            bytes += entry.metadata().unwrap().len();
+        }
+    }
+    (files, bytes)
+}
+
+#[test]
+fn compact_rewrites_the_tail_segment_too_and_gives_the_disk_back_before_it_returns() {
+    let clock = ManualClock::new(START_MICROS);
+    let directory = tenure_testkit::TempDir::new("compact-disk");
+    let segment_bytes = 64u64 << 10;
+    let options = || StoreOptions {
+        background_compaction_interval: None,
+        ..small_segments(&clock)
+    };
+    let store = Store::open(directory.path(), options()).unwrap();
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let keys = 400u32;
+    for round in 0..4 {
+        for key in 0..keys {
+            let value = value(key, round);
+            store
+                .put("c", &key.to_be_bytes(), &value, &WriteOptions::default())
+                .unwrap();
+        }
+    }
+    for key in (0..keys).step_by(2) {
+        store
+            .delete("c", &key.to_be_bytes(), &WriteOptions::default())
+            .unwrap();
+    }
+    let live: Vec<_> = (1..keys)
+        .step_by(2)
+        .map(|key| {
+            store
+                .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                .unwrap()
+        })
+        .collect();
+    let live_bytes: u64 = live
+        .iter()
+        .map(|item| (item.key.len() + item.value.as_ref().unwrap().len()) as u64)
+        .sum();
+    let (files_before, _) = segment_file_bytes(directory.path());
+    assert!(files_before > 4, "the churn fills several segments");
+
+    let report = store.compact().unwrap();
+    // Every live item was copied forward, the tail segment's too.
+    assert_eq!(report.items_relocated, live.len() as u64, "{report:?}");
+    let (files_after, bytes_after) = segment_file_bytes(directory.path());
+    assert_eq!(
+        files_after as u64,
+        store.log_bytes() / segment_bytes,
+        "removed segments' files are gone when compact returns"
+    );
+    // Only the live data and its record overhead remain, in as few segments as hold it.
+    let needed_segments = (live_bytes * 3 / 2).div_ceil(segment_bytes) + 1;
+    assert!(
+        files_after as u64 <= needed_segments,
+        "{files_after} segment files ({bytes_after} B) for {live_bytes} B of live data"
+    );
+
+    // Nothing written since: a second compact has nothing to rewrite.
+    let again = store.compact().unwrap();
+    assert_eq!(
+        (again.items_relocated, again.segments_removed),
+        (0, 0),
+        "{again:?}"
+    );
+    for item in &live {
+        let now = store.get("c", &item.key, &ReadOptions::default()).unwrap();
+        assert_eq!(&now, item);
+    }
+    store.close().unwrap();
+    let reopened = Store::open(directory.path(), options()).unwrap();
+    for item in &live {
+        let now = reopened
+            .get("c", &item.key, &ReadOptions::default())
+            .unwrap();
+        assert_eq!(&now, item, "after reopen");
+    }
+    // (A segment prepared ahead of the tail, still empty, is dropped at open.)
+    assert!(segment_file_bytes(directory.path()).0 <= files_after);
+}

@@ -118,6 +118,8 @@ pub(crate) struct LogShared {
     /// stop).
     preparer_request: Mutex<Option<u64>>,
     preparer_wake: Condvar,
+    /// Segments taken out of the log whose files wait for readers that may hold them.
+    segments_awaiting_removal: Arc<std::sync::atomic::AtomicUsize>,
     superblock_file: Arc<dyn StorageFile>,
     superblock: Mutex<SuperblockState>,
     _lock: Box<dyn std::any::Any + Send + Sync>,
@@ -179,7 +181,41 @@ impl Log {
     }
 
     pub fn reserve(&self, payload_length: usize) -> Result<Reservation<'_>> {
-        self.shared.reserve(payload_length)
+        self.shared.reserve(payload_length, placement::place)
+    }
+
+    /// Ends the tail's segment: an empty record (an `Abort`, which takes a version and carries
+    /// nothing) starts the next slot, so every record written before lies in segments that
+    /// compaction may rewrite once they are durable. Nothing happens when the tail is on a slot
+    /// boundary already.
+    pub fn seal_tail(&self) -> Result<()> {
+        if self.tail_offset() % self.shared.slot_size == 0 {
+            return Ok(());
+        }
+        self.shared
+            .reserve(0, placement::place_in_next_slot)?
+            .abort();
+        Ok(())
+    }
+
+    /// Runs the deferred removals of segment files that compaction took out of the log, once
+    /// no reader can hold them: without this a removed segment keeps its disk until enough
+    /// other epoch garbage has been collected after it, which can be long after the call that
+    /// removed it. Bounded: a reader pinned for long (a borrowed value kept) leaves the rest to
+    /// later collection, or to the next open, which removes segments below the log's start.
+    pub fn collect_removed_segments(&self) {
+        const COLLECTION_ROUNDS: usize = 10_000;
+        for _ in 0..COLLECTION_ROUNDS {
+            if self
+                .shared
+                .segments_awaiting_removal
+                .load(Ordering::Acquire)
+                == 0
+            {
+                return;
+            }
+            crossbeam_epoch::pin().flush();
+        }
     }
 
     /// Appends one record and returns once it is acknowledged (per the durability mode).
@@ -319,15 +355,23 @@ impl Log {
             .version_index
             .lock()
             .retain(|(_, offset)| *offset >= log_start);
+        let Some(removed) = removed else {
+            return Ok(());
+        };
         let storage = Arc::clone(&shared.storage);
+        // The counter, not the log: a closure still queued must not keep the log (and its
+        // lock file) alive.
+        let awaiting = Arc::clone(&shared.segments_awaiting_removal);
+        shared
+            .segments_awaiting_removal
+            .fetch_add(1, Ordering::AcqRel);
         let guard = crossbeam_epoch::pin();
         // Readers that found a value in this segment hold a guard; the file goes after them.
         guard.defer(move || {
-            if let Some(segment) = removed {
-                let name = segment.name.clone();
-                drop(segment);
-                let _ = storage.remove(&name);
-            }
+            let name = removed.name.clone();
+            drop(removed);
+            let _ = storage.remove(&name);
+            awaiting.fetch_sub(1, Ordering::AcqRel);
         });
         guard.flush();
         Ok(())
@@ -521,7 +565,11 @@ impl LogShared {
         Ok(())
     }
 
-    fn reserve(&self, payload_length: usize) -> Result<Reservation<'_>> {
+    fn reserve(
+        &self,
+        payload_length: usize,
+        place: fn(u64, u64, u64) -> placement::Placement,
+    ) -> Result<Reservation<'_>> {
         self.check_writable()?;
         if payload_length as u64 > MAXIMUM_PAYLOAD_BYTES {
             return Err(Error::invalid(
@@ -542,7 +590,7 @@ impl LogShared {
                 Self::wait_step(&backoff);
                 continue;
             }
-            let placement = placement::place(tail, size, self.slot_size);
+            let placement = place(tail, size, self.slot_size);
             let next = pack(version + 1, placement.new_tail);
             if self
                 .reservation

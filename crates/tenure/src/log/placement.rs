@@ -60,9 +60,42 @@ pub fn place(tail: u64, size: u64, slot_size: u64) -> Placement {
     }
 }
 
+/// Places a record of `size` bytes (already aligned, at most a slot) at the start of the slot
+/// after the one `tail` is in: the current segment ends there, sealed. A tail already on a slot
+/// boundary stays (the segment before it is complete).
+pub fn place_in_next_slot(tail: u64, size: u64, slot_size: u64) -> Placement {
+    assert!(size <= slot_size, "a record that starts a slot fits in it");
+    let offset_in_slot = tail % slot_size;
+    if offset_in_slot == 0 {
+        return place(tail, size, slot_size);
+    }
+    let slot_end = tail - offset_in_slot + slot_size;
+    let header = HEADER_BYTES as u64;
+    Placement {
+        start: slot_end,
+        new_tail: slot_end + size,
+        segment_slots: 1,
+        end_marker_before: (slot_end - tail >= header).then_some(tail),
+        end_marker_after: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_slot_placement_leaves_the_current_slot() {
+        let placement = place_in_next_slot(100, 64, 1024);
+        assert_eq!((placement.start, placement.new_tail), (1024, 1088));
+        assert_eq!(placement.end_marker_before, Some(100));
+        // Too little room left for a marker: the slot's end is left as it is.
+        let placement = place_in_next_slot(1020, 64, 1024);
+        assert_eq!((placement.start, placement.end_marker_before), (1024, None));
+        // On a boundary the record goes right there.
+        let placement = place_in_next_slot(2048, 64, 1024);
+        assert_eq!((placement.start, placement.new_tail), (2048, 2112));
+    }
 
     #[test]
     fn fits_in_the_current_slot() {

@@ -326,6 +326,7 @@ pub(super) fn open(
         watch_changed: Condvar::new(),
         preparer_request: Mutex::new(None),
         preparer_wake: Condvar::new(),
+        segments_awaiting_removal: Arc::default(),
         superblock_file,
         superblock: Mutex::new(superblock_state),
         _lock: lock,
