@@ -33,7 +33,8 @@ pub const OP_CONTAINER_CREATE: u8 = 2;
 pub const OP_CONTAINER_DELETE: u8 = 3;
 pub const OP_CONTAINER_SET_METADATA: u8 = 4;
 pub const OP_BATCH: u8 = 5;
-/// Items compaction copied forward, each with the version it was written at (its ETag).
+/// Items compaction copied forward, each with the version it was written at (its ETag), in
+/// the fixed-width layout of an item write. Read (logs written before op 10), no longer written.
 pub const OP_RELOCATED_ITEMS: u8 = 6;
 /// A live container's whole state, copied forward by compaction.
 pub const OP_CONTAINER_STATE: u8 = 7;
@@ -41,6 +42,17 @@ pub const OP_CONTAINER_STATE: u8 = 7;
 pub const OP_ITEM_COORDINATION: u8 = 8;
 /// A lease change on a container.
 pub const OP_CONTAINER_LEASE: u8 = 9;
+/// Items compaction copied forward, compactly: what compaction leaves on disk is mostly these,
+/// so each item costs about 12 bytes besides its key and value (`encode_relocated_items`).
+pub const OP_RELOCATED_ITEMS_COMPACT: u8 = 10;
+
+/// Flags of one compactly relocated item: which optional fields follow.
+const RELOCATED_HAS_VALUE: u8 = 1;
+const RELOCATED_HAS_EXPIRY: u8 = 2;
+const RELOCATED_HAS_ETAG_VERSION: u8 = 4;
+const RELOCATED_HAS_CONTENT_TYPE: u8 = 8;
+const RELOCATED_HAS_METADATA: u8 = 16;
+const RELOCATED_HAS_COORDINATION: u8 = 32;
 
 /// An item's pessimistic-concurrency state: its lease and its cache lock (at most one live).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -254,14 +266,106 @@ pub fn encode_container_create(
     out
 }
 
-/// Appends one relocated item (its original version, then the item write).
-pub fn encode_relocated_item(
-    out: &mut Vec<u8>,
-    original_version: u64,
-    write: &ItemWrite<'_>,
-) -> usize {
-    put_u64(out, original_version);
-    encode_item_write(out, write)
+/// LEB128: 7 bits a byte, low bits first, the high bit set on every byte but the last.
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// `value - previous` as a zigzag-coded varint: small either way for neighbours.
+fn put_difference(out: &mut Vec<u8>, value: u64, previous: u64) {
+    let difference = value.wrapping_sub(previous) as i64;
+    put_varint(out, ((difference << 1) ^ (difference >> 63)) as u64);
+}
+
+/// A relocation record (op 10) being built: the item count, then per item
+///
+/// ```text
+/// version − previous item's (zigzag varint) | flags u8 | container id (varint)
+/// key length (varint) | key | last modified − previous item's (zigzag varint)
+/// [expires at (varint)] [etag version (varint)] [content type: u16 length, text]
+/// [metadata, as in an item write] [coordination, as in an item write]
+/// value length (varint) | value
+/// ```
+///
+/// where the bracketed fields are present only when their flag is set, and the ETag version
+/// only when it differs from the version.
+pub struct RelocatedItemsEncoder {
+    payload: Vec<u8>,
+    count: u32,
+    previous_version: u64,
+    previous_last_modified: u64,
+}
+
+impl RelocatedItemsEncoder {
+    pub fn new() -> RelocatedItemsEncoder {
+        let mut payload = vec![OP_RELOCATED_ITEMS_COMPACT];
+        put_u32(&mut payload, 0);
+        RelocatedItemsEncoder {
+            payload,
+            count: 0,
+            previous_version: 0,
+            previous_last_modified: 0,
+        }
+    }
+
+    /// Appends one item copied forward at `version`; returns its value's offset in the payload.
+    pub fn push(&mut self, version: u64, write: &ItemWrite<'_>) -> usize {
+        let out = &mut self.payload;
+        let coordination = write
+            .coordination
+            .filter(|coordination| coordination.lease.is_some() || coordination.lock.is_some());
+        let flags = [
+            (write.value.is_some(), RELOCATED_HAS_VALUE),
+            (write.expires_at.is_some(), RELOCATED_HAS_EXPIRY),
+            (write.etag_version != version, RELOCATED_HAS_ETAG_VERSION),
+            (write.content_type.is_some(), RELOCATED_HAS_CONTENT_TYPE),
+            (!write.metadata.is_empty(), RELOCATED_HAS_METADATA),
+            (coordination.is_some(), RELOCATED_HAS_COORDINATION),
+        ]
+        .iter()
+        .filter(|(set, _)| *set)
+        .fold(0, |flags, (_, flag)| flags | flag);
+        put_difference(out, version, self.previous_version);
+        out.push(flags);
+        put_varint(out, write.container_id);
+        put_varint(out, write.key.len() as u64);
+        out.extend_from_slice(write.key);
+        put_difference(out, write.last_modified, self.previous_last_modified);
+        if let Some(expires_at) = write.expires_at {
+            put_varint(out, expires_at);
+        }
+        if write.etag_version != version {
+            put_varint(out, write.etag_version);
+        }
+        if let Some(content_type) = write.content_type {
+            put_u16(out, content_type.len() as u16);
+            out.extend_from_slice(content_type.as_bytes());
+        }
+        if !write.metadata.is_empty() {
+            put_metadata(out, write.metadata);
+        }
+        if coordination.is_some() {
+            encode_coordination(out, coordination);
+        }
+        let value = write.value.unwrap_or(&[]);
+        put_varint(out, value.len() as u64);
+        let value_offset = out.len();
+        out.extend_from_slice(value);
+        self.count += 1;
+        self.previous_version = version;
+        self.previous_last_modified = write.last_modified;
+        value_offset
+    }
+
+    /// The finished payload.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.payload[1..5].copy_from_slice(&self.count.to_le_bytes());
+        self.payload
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -338,6 +442,29 @@ impl<'a> Reader<'a> {
     }
     fn u64(&mut self) -> Decoded<u64> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn varint(&mut self) -> Decoded<u64> {
+        let mut value = 0u64;
+        for index in 0..10 {
+            let byte = self.u8()?;
+            let bits = u64::from(byte & 0x7f);
+            if index == 9 && bits > 1 {
+                return Err("a varint overflows 64 bits");
+            }
+            value |= bits << (7 * index);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err("a varint runs past 10 bytes")
+    }
+    fn difference(&mut self, previous: u64) -> Decoded<u64> {
+        let zigzag = self.varint()?;
+        let difference = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
+        Ok(previous.wrapping_add(difference as u64))
+    }
+    fn length(&mut self) -> Decoded<usize> {
+        usize::try_from(self.varint()?).map_err(|_| "implausible length")
     }
     fn text(&mut self, length: usize) -> Decoded<&'a str> {
         std::str::from_utf8(self.take(length)?).map_err(|_| "text is not UTF-8")
@@ -425,6 +552,74 @@ impl<'a> Reader<'a> {
             None
         };
         Ok(Coordination { lease, lock })
+    }
+    /// One item of an op-10 record (`RelocatedItemsEncoder`), given the previous item's
+    /// version and last-modified time.
+    fn compact_relocated_item(
+        &mut self,
+        previous_version: u64,
+        previous_last_modified: u64,
+    ) -> Decoded<(u64, DecodedItem<'a>)> {
+        let version = self.difference(previous_version)?;
+        let flags = self.u8()?;
+        if flags & !63 != 0 {
+            return Err("bad relocated item flags");
+        }
+        let container_id = self.varint()?;
+        let key_length = self.length()?;
+        let key = self.take(key_length)?;
+        let last_modified = self.difference(previous_last_modified)?;
+        let expires_at = if flags & RELOCATED_HAS_EXPIRY != 0 {
+            Some(self.varint()?)
+        } else {
+            None
+        };
+        let etag_version = if flags & RELOCATED_HAS_ETAG_VERSION != 0 {
+            self.varint()?
+        } else {
+            version
+        };
+        let content_type = if flags & RELOCATED_HAS_CONTENT_TYPE != 0 {
+            let length = self.u16()?;
+            Some(self.text(length as usize)?)
+        } else {
+            None
+        };
+        let metadata = if flags & RELOCATED_HAS_METADATA != 0 {
+            self.metadata()?
+        } else {
+            Metadata::default()
+        };
+        let coordination = if flags & RELOCATED_HAS_COORDINATION != 0 {
+            self.coordination()?
+        } else {
+            Coordination::default()
+        };
+        let value_length = self.length()?;
+        let value_offset = self.at;
+        let value = self.take(value_length)?;
+        let write = ItemWrite {
+            container_id,
+            key,
+            value: (flags & RELOCATED_HAS_VALUE != 0).then_some(value),
+            last_modified,
+            expires_at,
+            content_type,
+            metadata: &[],
+            etag_version,
+            coordination: None,
+            created: false,
+            expired: false,
+        };
+        Ok((
+            version,
+            DecodedItem {
+                write,
+                metadata,
+                coordination,
+                value_offset,
+            },
+        ))
     }
     fn item_write(
         &mut self,
@@ -608,6 +803,21 @@ pub fn decode(payload: &[u8]) -> Decoded<DecodedRecord<'_>> {
             }
             DecodedRecord::RelocatedItems(items)
         }
+        OP_RELOCATED_ITEMS_COMPACT => {
+            let count = reader.u32()? as usize;
+            if count > payload.len() {
+                return Err("implausible relocation count");
+            }
+            let mut items = Vec::with_capacity(count);
+            let (mut version, mut last_modified) = (0, 0);
+            for _ in 0..count {
+                let item = reader.compact_relocated_item(version, last_modified)?;
+                version = item.0;
+                last_modified = item.1.write.last_modified;
+                items.push(item);
+            }
+            DecodedRecord::RelocatedItems(items)
+        }
         OP_CONTAINER_STATE => {
             let id = reader.u64()?;
             let name_length = reader.u32()? as usize;
@@ -747,6 +957,173 @@ mod tests {
                 "{coordination:?}"
             );
         }
+    }
+
+    #[test]
+    fn compact_relocations_round_trip_every_optional_field() {
+        let metadata = vec![("owner".to_owned(), "team 7".to_owned())];
+        let lease = Coordination {
+            lease: Some(LeaseRecord {
+                id: LeaseId(u128::MAX - 1),
+                duration: LeaseDuration::Infinite,
+                deadline: None,
+                break_deadline: Some(5),
+                broken: false,
+                fence: 3,
+                holder: Some("worker".to_owned()),
+            }),
+            lock: None,
+        };
+        let plain = |key: &'static [u8], last_modified: u64| ItemWrite {
+            container_id: 1,
+            key,
+            value: Some(b"value"),
+            last_modified,
+            expires_at: None,
+            content_type: None,
+            metadata: &[],
+            created: false,
+            expired: false,
+            etag_version: 0,
+            coordination: None,
+        };
+        // (version, write): versions and times going down as well as up, a deleted item
+        // holding a lock, every optional field, and the largest numbers a varint carries.
+        let items: Vec<(u64, ItemWrite<'_>)> = vec![
+            (
+                900,
+                ItemWrite {
+                    etag_version: 900,
+                    ..plain(b"a", 1_700_000_000_000_000)
+                },
+            ),
+            (
+                12,
+                ItemWrite {
+                    etag_version: 12,
+                    ..plain(b"b", 1_600_000_000_000_000)
+                },
+            ),
+            (
+                u64::MAX,
+                ItemWrite {
+                    container_id: u64::MAX,
+                    value: None,
+                    expires_at: Some(u64::MAX),
+                    etag_version: 4,
+                    content_type: Some("text/plain"),
+                    metadata: &metadata,
+                    coordination: Some(&lease),
+                    ..plain(b"", u64::MAX)
+                },
+            ),
+            (
+                0,
+                ItemWrite {
+                    etag_version: 0,
+                    ..plain(b"d", 0)
+                },
+            ),
+        ];
+        let mut encoder = RelocatedItemsEncoder::new();
+        let offsets: Vec<usize> = items
+            .iter()
+            .map(|(version, write)| encoder.push(*version, write))
+            .collect();
+        let payload = encoder.finish();
+        let Ok(DecodedRecord::RelocatedItems(decoded)) = decode(&payload) else {
+            panic!("the record decodes as relocated items");
+        };
+        assert_eq!(decoded.len(), items.len());
+        for (((version, write), offset), (decoded_version, item)) in
+            items.iter().zip(&offsets).zip(&decoded)
+        {
+            assert_eq!(decoded_version, version);
+            assert_eq!(item.write.container_id, write.container_id);
+            assert_eq!(item.write.key, write.key);
+            assert_eq!(item.write.value, write.value);
+            assert_eq!(item.write.last_modified, write.last_modified);
+            assert_eq!(item.write.expires_at, write.expires_at);
+            assert_eq!(item.write.etag_version, write.etag_version);
+            assert_eq!(item.write.content_type, write.content_type);
+            assert_eq!(item.metadata, write.metadata);
+            assert_eq!(
+                item.coordination,
+                write.coordination.cloned().unwrap_or_default()
+            );
+            assert_eq!(item.value_offset, *offset);
+        }
+        // The common case is small: 24 B key, 150 B value, no options.
+        let mut encoder = RelocatedItemsEncoder::new();
+        let key = [b'k'; 24];
+        let value = [b'v'; 150];
+        for index in 0..100u64 {
+            encoder.push(
+                1_000_000 + index * 4,
+                &ItemWrite {
+                    key: &key,
+                    value: Some(&value),
+                    etag_version: 1_000_000 + index * 4,
+                    ..plain(b"", 1_700_000_000_000_000 + index * 3)
+                },
+            );
+        }
+        let per_item = (encoder.finish().len() - 5 - 2 * 7) / 100;
+        assert!(per_item <= 174 + 8, "{per_item} B per item");
+    }
+
+    #[test]
+    fn relocations_in_the_fixed_width_layout_of_format_1_still_decode() {
+        let write = ItemWrite {
+            container_id: 2,
+            key: b"old",
+            value: Some(b"kept"),
+            last_modified: 77,
+            expires_at: None,
+            content_type: None,
+            metadata: &[],
+            created: false,
+            expired: false,
+            etag_version: 41,
+            coordination: Some(&Coordination::default()),
+        };
+        let mut payload = vec![OP_RELOCATED_ITEMS];
+        put_u32(&mut payload, 1);
+        put_u64(&mut payload, 41);
+        let value_offset = encode_item_write(&mut payload, &write);
+        let Ok(DecodedRecord::RelocatedItems(decoded)) = decode(&payload) else {
+            panic!("an op-6 record decodes");
+        };
+        assert_eq!(decoded[0].0, 41);
+        assert_eq!(decoded[0].1.write.value, Some(&b"kept"[..]));
+        assert_eq!(decoded[0].1.value_offset, value_offset);
+    }
+
+    #[test]
+    fn bad_varints_and_flags_in_relocations_are_refused() {
+        let header = |count: u32| {
+            let mut payload = vec![OP_RELOCATED_ITEMS_COMPACT];
+            put_u32(&mut payload, count);
+            payload
+        };
+        // A version varint of eleven bytes, and one whose tenth byte overflows 64 bits.
+        let mut too_long = header(1);
+        too_long.extend_from_slice(&[0x80; 10]);
+        too_long.push(0);
+        assert!(decode(&too_long).is_err());
+        let mut overflowing = header(1);
+        overflowing.extend_from_slice(&[0xff; 9]);
+        overflowing.push(0x02);
+        assert!(decode(&overflowing).is_err());
+        // An unknown flag.
+        let mut unknown_flag = header(1);
+        unknown_flag.extend_from_slice(&[0, 0x40, 1, 0, 0, 0]);
+        assert!(decode(&unknown_flag).is_err());
+        // A key length past the end, and a count the payload cannot hold.
+        let mut key_past_end = header(1);
+        key_past_end.extend_from_slice(&[0, 1, 1, 100, b'k']);
+        assert!(decode(&key_past_end).is_err());
+        assert!(decode(&header(1000)).is_err());
     }
 
     #[test]

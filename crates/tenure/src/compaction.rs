@@ -329,8 +329,7 @@ impl StoreShared {
     /// Writes one relocation record and swaps each still-current version for its copy;
     /// returns how many were swapped, and the candidates of those written meanwhile.
     fn write_relocations(&self, group: Vec<Relocation>) -> Result<(u64, Vec<Candidate>)> {
-        let mut payload = vec![codec::OP_RELOCATED_ITEMS];
-        payload.extend_from_slice(&(group.len() as u32).to_le_bytes());
+        let mut encoder = codec::RelocatedItemsEncoder::new();
         let mut value_offsets = Vec::with_capacity(group.len());
         for relocation in &group {
             let write = ItemWrite {
@@ -346,12 +345,9 @@ impl StoreShared {
                 expired: false,
                 coordination: Some(&relocation.coordination),
             };
-            value_offsets.push(codec::encode_relocated_item(
-                &mut payload,
-                relocation.version,
-                &write,
-            ));
+            value_offsets.push(encoder.push(relocation.version, &write));
         }
+        let payload = encoder.finish();
         let mut reservation = self.log.reserve(payload.len())?;
         reservation.payload_mut().copy_from_slice(&payload);
         let record_start = reservation.location() + HEADER_BYTES as u64;

@@ -186,7 +186,8 @@ fn load_superblock(
             &path,
             8,
             format!(
-                "on-disk format version {format} is not supported by this build (it reads version {})",
+                "on-disk format version {format} is not supported by this build (it reads versions {} to {})",
+                superblock::OLDEST_READABLE_FORMAT_VERSION,
                 superblock::FORMAT_VERSION
             ),
         )),

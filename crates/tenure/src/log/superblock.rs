@@ -16,7 +16,11 @@ use crate::storage::StorageFile;
 
 pub const SUPERBLOCK_FILE: &str = "superblock";
 pub const SUPERBLOCK_BYTES: u64 = 1024;
-pub const FORMAT_VERSION: u32 = 1;
+/// The format this build writes. 2 added compact relocation records (engine op 10).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format this build reads; a store of an older format it reads is written at
+/// `FORMAT_VERSION` from its next superblock sync on.
+pub const OLDEST_READABLE_FORMAT_VERSION: u32 = 1;
 const MAGIC: &[u8; 8] = b"TENURESB";
 const COPY_BYTES: usize = 64;
 const COPY_OFFSETS: [u64; 2] = [0, 512];
@@ -69,7 +73,7 @@ fn decode(bytes: &[u8; COPY_BYTES]) -> CopyOutcome {
         return CopyOutcome::Invalid;
     }
     let format = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    if format != FORMAT_VERSION {
+    if !(OLDEST_READABLE_FORMAT_VERSION..=FORMAT_VERSION).contains(&format) {
         return CopyOutcome::UnsupportedFormat(format);
     }
     CopyOutcome::Valid(Superblock {
