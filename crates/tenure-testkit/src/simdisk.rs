@@ -46,6 +46,8 @@ struct Counters {
     writes: AtomicU64,
 }
 
+const PAGE_BYTES: usize = 4096;
+
 struct SimFile {
     /// Current bytes. The heap buffer never moves once mapped (allocation after mapping is
     /// refused), so the mapping's pointer stays valid.
@@ -53,6 +55,10 @@ struct SimFile {
     current_pointer: AtomicU64,
     mapped: AtomicBool,
     durable: Mutex<Vec<u8>>,
+    /// Per 4 KiB page: whether space was allocated for it. A real file system may answer a
+    /// write through a mapping to an unallocated page with SIGBUS when the disk is full, so a
+    /// sync that finds such a write fails the test (`check_writes_allocated`).
+    allocated_pages: Mutex<Vec<bool>>,
     /// Weak: the disk owns its files, and a file must not keep its disk alive (a cycle).
     disk: Weak<DiskState>,
 }
@@ -103,6 +109,7 @@ impl SimStorage {
 
     fn put_file(&self, name: &str, bytes: Vec<u8>) {
         let file = Arc::new(SimFile {
+            allocated_pages: Mutex::new(vec![true; bytes.len().div_ceil(PAGE_BYTES)]),
             durable: Mutex::new(bytes.clone()),
             current: Mutex::new(bytes),
             current_pointer: AtomicU64::new(0),
@@ -229,6 +236,42 @@ impl SimFile {
             .ok_or_else(|| io::Error::other("the simulated disk is gone"))
     }
 
+    /// Grows the file (unallocated pages: `allocate` marks them); refused while mapped.
+    fn grow(&self, length: u64) -> io::Result<()> {
+        let mut current = self.current.lock();
+        if length as usize > current.len() {
+            if self.mapped.load(Ordering::SeqCst) {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "grow a mapped simulated file",
+                ));
+            }
+            current.resize(length as usize, 0);
+            self.durable.lock().resize(length as usize, 0);
+            self.allocated_pages
+                .lock()
+                .resize((length as usize).div_ceil(PAGE_BYTES), false);
+        }
+        Ok(())
+    }
+
+    /// Fails when a byte changed since the last sync lies in a page never allocated: on a
+    /// full disk that write could have been a SIGBUS. (An error, not a panic: the sync may run
+    /// on the store's flusher thread, where a panic would leave the test waiting.)
+    fn check_writes_allocated(&self, current: &[u8], durable: &[u8]) -> io::Result<()> {
+        let pages = self.allocated_pages.lock();
+        for (page, allocated) in pages.iter().enumerate() {
+            let range = page * PAGE_BYTES..((page + 1) * PAGE_BYTES).min(current.len());
+            if !allocated && current[range.clone()] != durable[range.clone()] {
+                return Err(io::Error::other(format!(
+                    "simulated disk: a write reached page {page} (offset {}) of a file before space was allocated for it",
+                    range.start
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn current_bytes(&self) -> Vec<u8> {
         let current = self.current.lock();
         let mut copy = vec![0u8; current.len()];
@@ -304,7 +347,7 @@ impl StorageFile for SimFile {
         Ok(self.current.lock().len() as u64)
     }
 
-    fn allocate(&self, length: u64) -> io::Result<()> {
+    fn allocate(&self, offset: u64, length: u64) -> io::Result<()> {
         let disk = self.disk()?;
         let faults = disk.faults.lock();
         if scheduled(
@@ -314,18 +357,17 @@ impl StorageFile for SimFile {
         ) {
             return Err(eio("allocate"));
         }
-        let mut current = self.current.lock();
-        if length as usize > current.len() {
-            if self.mapped.load(Ordering::SeqCst) {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "grow a mapped simulated file",
-                ));
-            }
-            current.resize(length as usize, 0);
-            self.durable.lock().resize(length as usize, 0);
-        }
+        self.grow(offset + length)?;
+        let mut pages = self.allocated_pages.lock();
+        let first = offset as usize / PAGE_BYTES;
+        let end = (offset + length).div_ceil(PAGE_BYTES as u64) as usize;
+        pages[first..end].iter_mut().for_each(|page| *page = true);
         Ok(())
+    }
+
+    fn grow_sparse(&self, length: u64) -> io::Result<()> {
+        self.disk()?;
+        self.grow(length)
     }
 
     fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<()> {
@@ -356,6 +398,12 @@ impl StorageFile for SimFile {
             ));
         }
         current[offset as usize..end].copy_from_slice(buffer);
+        // A pwrite allocates what it writes (or fails with ENOSPC; it never faults).
+        let mut pages = self.allocated_pages.lock();
+        let first = offset as usize / PAGE_BYTES;
+        pages[first..end.div_ceil(PAGE_BYTES)]
+            .iter_mut()
+            .for_each(|page| *page = true);
         Ok(())
     }
 
@@ -373,7 +421,10 @@ impl StorageFile for SimFile {
             return Err(eio("fdatasync"));
         }
         let _instant = disk.instant.lock();
-        *self.durable.lock() = self.current_bytes();
+        let current = self.current_bytes();
+        let mut durable = self.durable.lock();
+        self.check_writes_allocated(&current, &durable)?;
+        *durable = current;
         Ok(())
     }
 

@@ -3,7 +3,9 @@
 //! Two implementations exist: [`FileStorage`] here, and the simulated disk of
 //! `tenure-testkit`, which keeps unsynced bytes apart so a test can "lose power".
 //! The contract both keep:
-//! - a file is grown only by [`StorageFile::allocate`]; reads and writes stay inside its length;
+//! - a file is grown only by [`StorageFile::allocate`] or [`StorageFile::grow_sparse`]; reads
+//!   and writes stay inside its length, and writes through a mapping only inside allocated
+//!   ranges;
 //! - bytes written (through `write_at` or a mapping) are durable only after `sync_data` returns
 //!   `Ok`; before that any subset of them, at sector granularity, may survive a power loss;
 //! - creating and removing files is made durable by `sync_directory`.
@@ -37,9 +39,13 @@ pub trait Storage: Send + Sync + 'static {
 /// One file of a [`Storage`].
 pub trait StorageFile: Send + Sync {
     fn length(&self) -> io::Result<u64>;
-    /// Grows the file to `length` bytes with space reserved on the device, so a later write
-    /// through a mapping can never meet a full disk.
-    fn allocate(&self, length: u64) -> io::Result<()>;
+    /// Reserves space on the device for bytes `offset..offset + length`, growing the file when
+    /// it ends before them, so a later write through a mapping there can never meet a full
+    /// disk (posix_fallocate).
+    fn allocate(&self, offset: u64, length: u64) -> io::Result<()>;
+    /// Grows the file to `length` bytes without reserving space: the new bytes read as zeros,
+    /// and must be allocated before anything is written to them through a mapping.
+    fn grow_sparse(&self, length: u64) -> io::Result<()>;
     fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<()>;
     fn write_at(&self, buffer: &[u8], offset: u64) -> io::Result<()>;
     /// fdatasync: every byte written before the call is durable once it returns `Ok`.
@@ -79,13 +85,22 @@ impl Mapping {
         self.pointer
     }
 
-    /// Faults every page in for reading, so an append then takes at most a cheap write fault
-    /// instead of a zero-filling one (`buffered` stores). Kernels before 5.14 refuse the
-    /// advice; that only costs speed.
-    pub fn prefault_for_reading(&self) {
-        // SAFETY: advice on a mapping this value owns, over its exact range.
+    /// Faults the pages of `offset..offset + length` in for writing (`buffered` stores), so an
+    /// append into them takes no page fault at all. The pages are dirtied with the zeros they
+    /// hold, so write-back writes them once more than needed: at most the allocation step
+    /// ahead of the tail. Measured against faulting them in for reading (which left each page
+    /// a write fault): 200 B buffered appends went from 1.15 to 1.50 M/s on 2 threads, and
+    /// from 2.1 to 2.6 M/s on one. Kernels before 5.14 refuse the advice; that only costs
+    /// speed.
+    pub fn prefault_for_writing(&self, offset: usize, length: usize) {
+        assert!(offset % 4096 == 0 && offset + length <= self.length);
+        // SAFETY: advice on a page-aligned range inside a mapping this value owns.
         unsafe {
-            libc::madvise(self.pointer.cast(), self.length, libc::MADV_POPULATE_READ);
+            libc::madvise(
+                self.pointer.add(offset).cast(),
+                length,
+                libc::MADV_POPULATE_WRITE,
+            );
         }
     }
 
@@ -198,26 +213,37 @@ impl StorageFile for RealFile {
         Ok(self.file.metadata()?.len())
     }
 
-    fn allocate(&self, length: u64) -> io::Result<()> {
-        let current = self.length()?;
-        if length <= current {
+    fn allocate(&self, offset: u64, length: u64) -> io::Result<()> {
+        if length == 0 {
             return Ok(());
         }
         // SAFETY: posix_fallocate on a descriptor we own; it returns the error number.
         let result = unsafe {
             libc::posix_fallocate(
                 self.file.as_raw_fd(),
-                current as libc::off_t,
-                (length - current) as libc::off_t,
+                offset as libc::off_t,
+                length as libc::off_t,
             )
         };
         match result {
             0 => Ok(()),
             // A file system without fallocate: fall back to set_len (sparse). Writes through
             // a mapping could then meet a full disk; docs/design.md says so.
-            libc::EOPNOTSUPP => self.file.set_len(length),
+            libc::EOPNOTSUPP => {
+                if self.length()? < offset + length {
+                    self.file.set_len(offset + length)?;
+                }
+                Ok(())
+            }
             errno => Err(io::Error::from_raw_os_error(errno)),
         }
+    }
+
+    fn grow_sparse(&self, length: u64) -> io::Result<()> {
+        if self.length()? < length {
+            self.file.set_len(length)?;
+        }
+        Ok(())
     }
 
     fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<()> {

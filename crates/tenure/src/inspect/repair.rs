@@ -74,7 +74,7 @@ impl LogWriter {
             .storage
             .open(&name, true)
             .map_err(|error| Error::io(&path, "create", error))?;
-        file.allocate(slot_count * self.slot_size)
+        file.allocate(0, slot_count * self.slot_size)
             .map_err(|error| Error::io(&path, "allocate", error))?;
         self.written.push((name, Arc::clone(&file)));
         self.current = Some((first_slot, slot_count, file));
@@ -227,7 +227,7 @@ pub fn repair(
         .open(SUPERBLOCK_FILE, true)
         .map_err(|error| Error::io(&superblock_path, "create", error))?;
     let write_superblock = || -> std::io::Result<()> {
-        file.allocate(SUPERBLOCK_BYTES)?;
+        file.allocate(0, SUPERBLOCK_BYTES)?;
         superblock::write(file.as_ref(), &fresh, 0)?;
         superblock::write(
             file.as_ref(),

@@ -86,6 +86,16 @@ struct SuperblockState {
     synced_copy: usize,
 }
 
+/// What the preparer thread is asked to do, ahead of the appenders' need.
+#[derive(Default)]
+pub(crate) struct PreparerWork {
+    /// Create the segment of this slot.
+    segment_slot: Option<u64>,
+    /// Allocate this segment's next step of space, past this local end.
+    allocation: Option<(Arc<Segment>, u64)>,
+    stop: bool,
+}
+
 pub(crate) struct LogShared {
     storage: Arc<dyn Storage>,
     slot_size: u64,
@@ -114,9 +124,8 @@ pub(crate) struct LogShared {
     watch_changed: Condvar,
     /// The highest slot whose segment was prepared (or asked for) ahead of need.
     prepared_slot: AtomicU64,
-    /// Asks the preparer thread for the segment of a slot (`None`: nothing asked; `u64::MAX`:
-    /// stop).
-    preparer_request: Mutex<Option<u64>>,
+    /// Work asked of the preparer thread.
+    preparer_request: Mutex<PreparerWork>,
     preparer_wake: Condvar,
     /// Segments taken out of the log whose files wait for readers that may hold them.
     segments_awaiting_removal: Arc<std::sync::atomic::AtomicUsize>,
@@ -522,7 +531,7 @@ impl Log {
 
     fn stop_preparer(&self) {
         if let Some(preparer) = self.preparer.lock().take() {
-            *self.shared.preparer_request.lock() = Some(u64::MAX);
+            self.shared.preparer_request.lock().stop = true;
             self.shared.preparer_wake.notify_all();
             let _ = preparer.join();
         }
@@ -634,24 +643,32 @@ impl LogShared {
             && self.prepared_slot.load(Ordering::Relaxed) < next
             && self.prepared_slot.fetch_max(next, Ordering::AcqRel) < next
         {
-            *self.preparer_request.lock() = Some(next);
+            self.preparer_request.lock().segment_slot = Some(next);
             self.preparer_wake.notify_one();
         }
     }
 
     fn prepare_segments_ahead(&self) {
         loop {
-            let slot = {
+            let work = {
                 let mut request = self.preparer_request.lock();
-                while request.is_none() {
+                while !request.stop
+                    && request.segment_slot.is_none()
+                    && request.allocation.is_none()
+                {
                     self.preparer_wake.wait(&mut request);
                 }
-                request.take().expect("checked above")
+                std::mem::take(&mut *request)
             };
-            if slot == u64::MAX {
+            if work.stop {
                 return;
             }
-            self.prepare_segment_ahead(slot);
+            if let Some((segment, end)) = work.allocation {
+                segment.allocate_ahead(end);
+            }
+            if let Some(slot) = work.segment_slot {
+                self.prepare_segment_ahead(slot);
+            }
         }
     }
 
@@ -684,14 +701,30 @@ impl LogShared {
     ) -> Result<Arc<Segment>> {
         let segment =
             self.segment_for(placement.start / self.slot_size, placement.segment_slots)?;
+        self.ensure_allocated(&segment, placement.new_tail)?;
         if let Some(marker) = placement.end_marker_before {
             let previous = self.segment_for(marker / self.slot_size, 1)?;
+            self.ensure_allocated(&previous, marker + HEADER_BYTES as u64)?;
             self.write_end_marker(&previous, marker, version);
         }
         if let Some(marker) = placement.end_marker_after {
             self.write_end_marker(&segment, marker, version + 1);
         }
         Ok(segment)
+    }
+
+    /// Device space for `segment` up to the global offset `end`; the next step is left to the
+    /// preparer thread when the end comes near.
+    fn ensure_allocated(&self, segment: &Arc<Segment>, end: u64) -> Result<()> {
+        let local_end = (end - segment.first_slot * self.slot_size).min(segment.length());
+        let ask_ahead = segment.ensure_allocated(local_end).map_err(|error| {
+            Error::io(self.storage.path().join(&segment.name), "allocate", error)
+        })?;
+        if ask_ahead {
+            self.preparer_request.lock().allocation = Some((Arc::clone(segment), local_end));
+            self.preparer_wake.notify_one();
+        }
+        Ok(())
     }
 
     fn write_end_marker(&self, segment: &Segment, global_offset: u64, next_version: Version) {
@@ -950,6 +983,8 @@ impl Reservation<'_> {
 
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let local = self.start - self.segment.first_slot * self.log.slot_size + HEADER_BYTES as u64;
+        self.segment
+            .assert_allocated(local + self.payload_length as u64);
         // SAFETY: the payload range is inside this reservation, which no one else touches
         // until it is complete; `&mut self` keeps this slice unique.
         unsafe {

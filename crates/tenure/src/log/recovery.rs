@@ -44,7 +44,8 @@ pub(super) fn create_segment(
         .open(&name, true)
         .map_err(|error| Error::io(&path, "create", error))?;
     let length = slot_count * slot_size;
-    file.allocate(length)
+    // Full length, allocated as appends reach it (`Segment::ensure_allocated`).
+    file.grow_sparse(length)
         .map_err(|error| Error::io(&path, "allocate", error))?;
     storage
         .sync_directory()
@@ -53,21 +54,29 @@ pub(super) fn create_segment(
         .map(length as usize)
         .map_err(|error| Error::io(&path, "mmap", error))?;
     prepare_for_appends(&mapping, durability);
-    Ok(Segment {
+    let segment = Segment::new(
         first_slot,
         slot_count,
         name,
         file,
         mapping,
-    })
+        0,
+        durability == Durability::Buffered,
+    );
+    // A segment of several slots holds one record, written at once: all of it now. Otherwise
+    // the first step, so the appender that rolls over finds it ready.
+    segment
+        .allocate_to(if slot_count > 1 { length } else { 1 })
+        .map_err(|error| Error::io(&path, "allocate", error))?;
+    Ok(segment)
 }
 
-/// How a segment that receives appends is mapped: see `Mapping::prefault_for_reading` and
-/// `Mapping::advise_no_read_ahead` for why the two modes differ.
+/// How a segment that receives appends is mapped in `sync` stores: see
+/// `Mapping::advise_no_read_ahead`. (`buffered` stores fault pages in for writing as they are
+/// allocated: `Mapping::prefault_for_writing`.)
 fn prepare_for_appends(mapping: &Mapping, durability: Durability) {
-    match durability {
-        Durability::Buffered => mapping.prefault_for_reading(),
-        Durability::Sync => mapping.advise_no_read_ahead(),
+    if durability == Durability::Sync {
+        mapping.advise_no_read_ahead();
     }
 }
 
@@ -76,6 +85,7 @@ fn open_segment(
     name: &str,
     first_slot: u64,
     slot_size: u64,
+    durability: Durability,
 ) -> Result<Segment> {
     let path = storage.path().join(name);
     let file = storage
@@ -94,13 +104,17 @@ fn open_segment(
     let mapping = file
         .map(length as usize)
         .map_err(|error| Error::io(&path, "mmap", error))?;
-    Ok(Segment {
+    // How much was allocated is not recorded: the first append allocates from the start again
+    // (a no-op for the part that is), and sealed segments take no appends.
+    Ok(Segment::new(
         first_slot,
-        slot_count: length / slot_size,
-        name: name.to_owned(),
+        length / slot_size,
+        name.to_owned(),
         file,
         mapping,
-    })
+        0,
+        durability == Durability::Buffered,
+    ))
 }
 
 fn validate_options(options: &LogOptions) -> Result<()> {
@@ -163,7 +177,7 @@ fn load_superblock(
             durable_watermark: 0,
             first_slot: 0,
         };
-        file.allocate(SUPERBLOCK_BYTES)
+        file.allocate(0, SUPERBLOCK_BYTES)
             .map_err(|error| Error::io(&path, "allocate", error))?;
         superblock::write(file.as_ref(), &fresh, 0)
             .map_err(|error| Error::io(&path, "write", error))?;
@@ -230,7 +244,7 @@ pub(super) fn open(
             stale.push((*name).clone());
             continue;
         }
-        match open_segment(storage.as_ref(), name, *slot, slot_size) {
+        match open_segment(storage.as_ref(), name, *slot, slot_size, options.durability) {
             Ok(segment) => table.insert(Arc::new(segment)),
             // A crash between creating a segment file and allocating it leaves it short. One
             // that starts at or past the durable watermark cannot hold acknowledged records:
@@ -246,6 +260,19 @@ pub(super) fn open(
     // The scan read the segments with read-ahead; from now on the last one takes appends.
     if let Some(last) = table.all().last() {
         prepare_for_appends(&last.mapping, options.durability);
+    }
+    // The records below the tail were written and synced, so their whole pages have space
+    // allocated; appends allocate from there (pre-faulting those pages again for writing would
+    // only dirty them for another write-back).
+    if let Some(tail_segment) = table
+        .all()
+        .iter()
+        .rev()
+        .find(|segment| segment.first_slot * slot_size <= scan.tail)
+    {
+        let tail_in_segment =
+            (scan.tail - tail_segment.first_slot * slot_size).min(tail_segment.length());
+        tail_segment.assume_allocated(tail_in_segment / 4096 * 4096);
     }
 
     // Segments that start at or past the tail hold only torn or stale bytes.
@@ -325,7 +352,7 @@ pub(super) fn open(
         watchers: std::sync::atomic::AtomicUsize::new(0),
         watch_lock: Mutex::new(()),
         watch_changed: Condvar::new(),
-        preparer_request: Mutex::new(None),
+        preparer_request: Mutex::default(),
         preparer_wake: Condvar::new(),
         segments_awaiting_removal: Arc::default(),
         superblock_file,

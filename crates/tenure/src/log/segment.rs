@@ -4,11 +4,17 @@
 //! one slot, or several when it holds one record larger than a slot. The file for the segment
 //! that starts at slot `s` is named `segment-<s as 16 hex digits>.log`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
 
 use crate::storage::{Mapping, StorageFile};
+
+/// The most device space a segment allocates at a time: the disk a store takes beyond its
+/// data is at most about this much past its tail (plus whole segments compaction has not
+/// removed yet), instead of a whole 64 MiB segment.
+const MAXIMUM_ALLOCATION_STEP_BYTES: u64 = 1 << 20;
 
 pub struct Segment {
     pub first_slot: u64,
@@ -16,9 +22,108 @@ pub struct Segment {
     pub name: String,
     pub file: Arc<dyn StorageFile>,
     pub mapping: Mapping,
+    /// Bytes from the segment's start that have device space allocated (`ensure_allocated`).
+    /// Segments are files of their full length, sparse past this.
+    allocated_bytes: AtomicU64,
+    allocating: parking_lot::Mutex<()>,
+    /// Space is allocated in steps of about a 64th of a slot: whole pages, 4 KiB to 1 MiB.
+    allocation_step_bytes: u64,
+    /// The allocated end at which the preparer was last asked for the next step.
+    ahead_asked_at: AtomicU64,
+    /// Fault newly allocated pages in for reading (`buffered` stores, see
+    /// `Mapping::prefault_for_writing`).
+    prefault: bool,
 }
 
 impl Segment {
+    /// A segment over `mapping`, with `allocated_bytes` known to be allocated.
+    pub fn new(
+        first_slot: u64,
+        slot_count: u64,
+        name: String,
+        file: Arc<dyn StorageFile>,
+        mapping: Mapping,
+        allocated_bytes: u64,
+        prefault: bool,
+    ) -> Segment {
+        let slot_bytes = mapping.length() as u64 / slot_count;
+        let step = (slot_bytes / 64).clamp(4096, MAXIMUM_ALLOCATION_STEP_BYTES);
+        Segment {
+            allocation_step_bytes: step / 4096 * 4096,
+            first_slot,
+            slot_count,
+            name,
+            file,
+            mapping,
+            allocated_bytes: AtomicU64::new(allocated_bytes),
+            allocating: parking_lot::Mutex::new(()),
+            ahead_asked_at: AtomicU64::new(u64::MAX),
+            prefault,
+        }
+    }
+
+    /// Makes sure device space is allocated for the segment's first `end` bytes before any of
+    /// them is written through the mapping (a write to unallocated space could meet a full
+    /// disk as SIGBUS). The common case is one atomic load. Returns `true` to one caller per
+    /// step once appends come within half a step of the allocated end: that caller asks the
+    /// preparer thread for the next step (`allocate_ahead`), so appenders seldom wait for it.
+    /// An appender past the allocated end allocates itself.
+    pub fn ensure_allocated(&self, end: u64) -> std::io::Result<bool> {
+        let step = self.allocation_step_bytes;
+        let allocated = self.allocated_bytes.load(Ordering::Acquire);
+        if end + step / 2 <= allocated || allocated == self.length() {
+            return Ok(false);
+        }
+        if end <= allocated {
+            // The relaxed load keeps the window's other appenders to one shared read.
+            let elected = self.ahead_asked_at.load(Ordering::Relaxed) != allocated
+                && self.ahead_asked_at.swap(allocated, Ordering::AcqRel) != allocated;
+            return Ok(elected);
+        }
+        self.allocate_to(end)?;
+        Ok(false)
+    }
+
+    /// The preparer's allocation of the step after `end`. A failure is left to the appender
+    /// that needs the space, which meets it again.
+    pub fn allocate_ahead(&self, end: u64) {
+        let _ = self.allocate_to(end);
+    }
+
+    /// Allocates through `end` and a step beyond it, unless that much is allocated already.
+    pub fn allocate_to(&self, end: u64) -> std::io::Result<()> {
+        let step = self.allocation_step_bytes;
+        let _allocating = self.allocating.lock();
+        let allocated = self.allocated_bytes.load(Ordering::Acquire);
+        if end + step / 2 <= allocated || allocated == self.length() {
+            return Ok(());
+        }
+        let target = (end + step).next_multiple_of(step).min(self.length());
+        self.file.allocate(allocated, target - allocated)?;
+        if self.prefault {
+            self.mapping
+                .prefault_for_writing(allocated as usize, (target - allocated) as usize);
+        }
+        self.allocated_bytes.store(target, Ordering::Release);
+        Ok(())
+    }
+
+    /// Records that the first `bytes` of the segment have space allocated (known at open).
+    pub fn assume_allocated(&self, bytes: u64) {
+        assert!(bytes <= self.length());
+        self.allocated_bytes.fetch_max(bytes, Ordering::AcqRel);
+    }
+
+    /// Every write through the mapping lies below the allocated end (and so inside the file).
+    pub fn assert_allocated(&self, end: u64) {
+        let allocated = self.allocated_bytes.load(Ordering::Acquire);
+        assert!(
+            end <= allocated,
+            "a write to {} up to {end} passes the allocated {allocated} bytes",
+            self.name
+        );
+    }
+
     pub fn file_name(first_slot: u64) -> String {
         format!("segment-{first_slot:016x}.log")
     }
@@ -58,7 +163,7 @@ impl Segment {
     /// The range must belong to the caller's reservation: no one else reads or writes it
     /// until the caller marks the record complete.
     pub unsafe fn write(&self, local_offset: u64, bytes: &[u8]) {
-        assert!(local_offset + bytes.len() as u64 <= self.length());
+        self.assert_allocated(local_offset + bytes.len() as u64);
         // SAFETY: in bounds (asserted) and exclusively the caller's (the caller's promise).
         unsafe {
             std::ptr::copy_nonoverlapping(
