@@ -341,16 +341,22 @@ impl Log {
         {
             let mut state = shared.superblock.lock();
             state.current.first_slot = next_slot;
-            state.current.sequence += 1;
-            let synced = sync_superblock_copy(
-                shared.storage.as_ref(),
-                shared.superblock_file.as_ref(),
-                &mut state,
-            );
-            if let Err(error) = synced {
-                // A failed fdatasync poisons the store, as a failed log flush does (SPEC §11).
-                shared.poison(error.clone());
-                return Err(error);
+            // Both copies, one after the other, before the file goes: were only one to name the
+            // new first slot, damage to it would send the open to the other, which names a
+            // segment that no longer exists (found by the torture corruption campaign once
+            // compaction removed files promptly).
+            for _ in 0..2 {
+                state.current.sequence += 1;
+                let synced = sync_superblock_copy(
+                    shared.storage.as_ref(),
+                    shared.superblock_file.as_ref(),
+                    &mut state,
+                );
+                if let Err(error) = synced {
+                    // A failed fdatasync poisons the store, as a failed log flush does (SPEC §11).
+                    shared.poison(error.clone());
+                    return Err(error);
+                }
             }
         }
         let removed = {
