@@ -383,11 +383,20 @@ fn scan(
     let guard = crossbeam_epoch::pin();
     loop {
         let Some(segment) = table.get(position / slot_size, &guard) else {
-            if position < watermark {
+            // Segments past a missing one would be taken for stale and removed: refuse instead.
+            let later_segment = table
+                .all()
+                .iter()
+                .any(|segment| segment.first_slot * slot_size > position);
+            if position < watermark || later_segment {
                 return Err(Error::corruption(
                     directory.join(Segment::file_name(position / slot_size)),
                     0,
-                    format!("the log ends at offset {position}, before the durable watermark {watermark}"),
+                    if position < watermark {
+                        format!("the log ends at offset {position}, before the durable watermark {watermark}")
+                    } else {
+                        format!("the segment for log offset {position} is missing, and later segments exist")
+                    },
                 ));
             }
             break;
