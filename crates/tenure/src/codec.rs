@@ -43,7 +43,7 @@ pub const OP_ITEM_COORDINATION: u8 = 8;
 /// A lease change on a container.
 pub const OP_CONTAINER_LEASE: u8 = 9;
 /// Items compaction copied forward, compactly: what compaction leaves on disk is mostly these,
-/// so each item costs about 12 bytes besides its key and value (`encode_relocated_items`).
+/// so each item costs about 7 bytes besides its key and value (`RelocatedItemsEncoder`).
 pub const OP_RELOCATED_ITEMS_COMPACT: u8 = 10;
 
 /// Flags of one compactly relocated item: which optional fields follow.
