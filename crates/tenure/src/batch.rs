@@ -457,7 +457,7 @@ impl<'store> Batch<'store> {
             }
             debug_assert_eq!(payload.len(), payload_bytes);
             let mut reservation = store.log.reserve(payload.len())?;
-            reservation.payload_mut().copy_from_slice(payload);
+            reservation.write_payload(payload)?;
             Ok::<_, Error>(reservation)
         })?;
         let version = reservation.version();

@@ -224,7 +224,7 @@ impl StoreShared {
                 state.lease.as_ref(),
             );
             let mut reservation = self.log.reserve(payload.len())?;
-            reservation.payload_mut().copy_from_slice(&payload);
+            reservation.write_payload(&payload)?;
             reservation.commit_nowait();
             report.containers_relocated += 1;
         }
@@ -349,7 +349,7 @@ impl StoreShared {
         }
         let payload = encoder.finish();
         let mut reservation = self.log.reserve(payload.len())?;
-        reservation.payload_mut().copy_from_slice(&payload);
+        reservation.write_payload(&payload)?;
         let record_start = reservation.location() + HEADER_BYTES as u64;
         // Sealed before any node points at it: relocated versions are already visible.
         let log_version = reservation.commit_nowait();

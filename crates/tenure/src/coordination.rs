@@ -223,13 +223,10 @@ impl StoreShared {
                     expires_at,
                     &decision.coordination,
                 );
-                assert_eq!(
-                    scratch.len(),
-                    reservation.payload_mut().len(),
-                    "coordination records are fixed-size for a given decision"
-                );
-                reservation.payload_mut().copy_from_slice(scratch);
-            });
+                // Coordination records are fixed-size for a given decision, so the sizing
+                // decision reserved exactly this (`write_payload` asserts it).
+                reservation.write_payload(scratch)
+            })?;
             let node = Owned::new(VersionNode {
                 version,
                 etag_version,
@@ -606,7 +603,7 @@ impl StoreShared {
             },
         )?;
         let payload = codec::encode_container_lease(incarnation.id, outcome.record.as_ref());
-        reservation.payload_mut().copy_from_slice(&payload);
+        reservation.write_payload(&payload)?;
         incarnation.state.lock().lease = outcome.record.clone();
         reservation.commit()?;
         Ok(outcome)

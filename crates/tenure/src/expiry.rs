@@ -60,7 +60,7 @@ impl StoreShared {
             payload.push(codec::OP_ITEM_WRITE);
             codec::encode_item_write(&mut payload, &write);
             let mut reservation = self.log.reserve(payload.len())?;
-            reservation.payload_mut().copy_from_slice(&payload);
+            reservation.write_payload(&payload)?;
             let version = reservation.version();
             let tombstone = Owned::new(VersionNode {
                 version,

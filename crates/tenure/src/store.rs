@@ -199,7 +199,7 @@ impl StoreShared {
             now,
         );
         let mut reservation = self.log.reserve(payload.len())?;
-        reservation.payload_mut().copy_from_slice(&payload);
+        reservation.write_payload(&payload)?;
         let version = reservation.version();
         let incarnation = Arc::new(Incarnation {
             id: version,
@@ -236,7 +236,7 @@ impl StoreShared {
         )?;
         let payload = codec::encode_container_delete(incarnation.id);
         let mut reservation = self.log.reserve(payload.len())?;
-        reservation.payload_mut().copy_from_slice(&payload);
+        reservation.write_payload(&payload)?;
         // Set before the record completes, so every item write ordered after it in the log
         // sees the deletion once its own record completes.
         incarnation
@@ -275,7 +275,7 @@ impl StoreShared {
         let now = self.now();
         let payload = codec::encode_container_set_metadata(incarnation.id, metadata, now);
         let mut reservation = self.log.reserve(payload.len())?;
-        reservation.payload_mut().copy_from_slice(&payload);
+        reservation.write_payload(&payload)?;
         let version = reservation.version();
         {
             let mut state = incarnation.state.lock();

@@ -368,7 +368,7 @@ impl StoreShared {
                 payload.push(codec::OP_ITEM_WRITE);
                 let value_offset = codec::encode_item_write(payload, &write);
                 let mut reservation = self.log.reserve(payload.len())?;
-                reservation.payload_mut().copy_from_slice(payload);
+                reservation.write_payload(payload)?;
                 Ok::<_, Error>((reservation, value_offset))
             })?;
             let version = reservation.version();

@@ -150,8 +150,18 @@ pub struct Reservation<'log> {
     start: u64,
     new_tail: u64,
     payload_length: usize,
+    /// `write_payload` wrote the whole record with its `Data` header (a `sync` store).
+    header_written: bool,
     finished: bool,
 }
+
+thread_local! {
+    /// The record a `sync` store's appender writes with one pwrite: header, then payload.
+    static RECORD_BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Capacity `RECORD_BYTES` keeps between records (a large record's buffer is given back).
+const RECORD_BYTES_KEPT: usize = 256 << 10;
 
 impl Log {
     /// Opens (or creates) the log in `storage`, handing every recovered record to `replay` in
@@ -230,7 +240,7 @@ impl Log {
     /// Appends one record and returns once it is acknowledged (per the durability mode).
     pub fn append(&self, payload: &[u8]) -> Result<(Version, u64)> {
         let mut reservation = self.reserve(payload.len())?;
-        reservation.payload_mut().copy_from_slice(payload);
+        reservation.write_payload(payload)?;
         let location = reservation.location();
         let version = reservation.commit()?;
         Ok((version, location))
@@ -633,6 +643,7 @@ impl LogShared {
             start: placement.start,
             new_tail: placement.new_tail,
             payload_length,
+            header_written: false,
             finished: false,
         })
     }
@@ -987,7 +998,58 @@ impl Reservation<'_> {
         self.start
     }
 
-    pub fn payload_mut(&mut self) -> &mut [u8] {
+    /// Writes the record's payload (exactly the reserved length). A `buffered` store copies
+    /// it into the mapped segment, and `commit` writes the header there. A `sync` store writes
+    /// header and payload now with one `pwrite`: through the mapping, each append's first store
+    /// to a page that the last sync cleaned takes a write fault, and in the log bench a 200 B
+    /// mapped write plus fdatasync took 49.7 µs where a pwrite plus fdatasync took 44.7 µs.
+    /// Readers still read the record through the mapping (one page cache).
+    pub fn write_payload(&mut self, payload: &[u8]) -> Result<()> {
+        assert_eq!(
+            payload.len(),
+            self.payload_length,
+            "the payload fills the reservation"
+        );
+        if self.log.durability == Durability::Buffered {
+            self.payload_mut().copy_from_slice(payload);
+            return Ok(());
+        }
+        let local = self.start - self.segment.first_slot * self.log.slot_size;
+        self.segment
+            .assert_allocated(local + (HEADER_BYTES + payload.len()) as u64);
+        let mut header = [0u8; HEADER_BYTES];
+        record::encode_header(&mut header, self.header_fields(RecordKind::Data), payload);
+        RECORD_BYTES.with(|record| {
+            let mut record = record.borrow_mut();
+            record.clear();
+            record.extend_from_slice(&header);
+            record.extend_from_slice(payload);
+            let written = self.segment.file.write_at(&record, local);
+            if record.capacity() > RECORD_BYTES_KEPT {
+                *record = Vec::new();
+            }
+            written.map_err(|error| {
+                Error::io(
+                    self.log.storage.path().join(&self.segment.name),
+                    "write",
+                    error,
+                )
+            })
+        })?;
+        self.header_written = true;
+        Ok(())
+    }
+
+    fn header_fields(&self, kind: RecordKind) -> RecordHeader {
+        RecordHeader {
+            payload_length: self.payload_length as u32,
+            version: self.version,
+            generation: self.log.generation,
+            kind,
+        }
+    }
+
+    fn payload_mut(&mut self) -> &mut [u8] {
         let local = self.start - self.segment.first_slot * self.log.slot_size + HEADER_BYTES as u64;
         self.segment
             .assert_allocated(local + self.payload_length as u64);
@@ -1002,18 +1064,15 @@ impl Reservation<'_> {
     }
 
     fn seal(&mut self, kind: RecordKind) {
-        let fields = RecordHeader {
-            payload_length: self.payload_length as u32,
-            version: self.version,
-            generation: self.log.generation,
-            kind,
-        };
-        let mut header = [0u8; HEADER_BYTES];
-        let payload: &[u8] = self.payload_mut();
-        record::encode_header(&mut header, fields, payload);
-        let local = self.start - self.segment.first_slot * self.log.slot_size;
-        // SAFETY: the header range is the start of this reservation.
-        unsafe { self.segment.write(local, &header) };
+        if !(self.header_written && kind == RecordKind::Data) {
+            let mut header = [0u8; HEADER_BYTES];
+            let fields = self.header_fields(kind);
+            let payload: &[u8] = self.payload_mut();
+            record::encode_header(&mut header, fields, payload);
+            let local = self.start - self.segment.first_slot * self.log.slot_size;
+            // SAFETY: the header range is the start of this reservation.
+            unsafe { self.segment.write(local, &header) };
+        }
         self.finished = true;
         if self.version % VERSION_INDEX_STRIDE == 0 {
             self.log.index_version(self.version, self.start);
