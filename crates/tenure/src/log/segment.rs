@@ -30,7 +30,7 @@ pub struct Segment {
     allocation_step_bytes: u64,
     /// The allocated end at which the preparer was last asked for the next step.
     ahead_asked_at: AtomicU64,
-    /// Fault newly allocated pages in for reading (`buffered` stores, see
+    /// Fault newly allocated pages in for writing (`buffered` stores, see
     /// `Mapping::prefault_for_writing`).
     prefault: bool,
 }
