@@ -255,6 +255,14 @@ impl SimFile {
         Ok(())
     }
 
+    /// Marks the pages of bytes `start..end` (inside the file) as allocated.
+    fn mark_allocated(&self, start: usize, end: usize) {
+        let mut pages = self.allocated_pages.lock();
+        pages[start / PAGE_BYTES..end.div_ceil(PAGE_BYTES)]
+            .iter_mut()
+            .for_each(|page| *page = true);
+    }
+
     /// Fails when a byte changed since the last sync lies in a page never allocated: on a
     /// full disk that write could have been a SIGBUS. (An error, not a panic: the sync may run
     /// on the store's flusher thread, where a panic would leave the test waiting.)
@@ -358,10 +366,7 @@ impl StorageFile for SimFile {
             return Err(eio("allocate"));
         }
         self.grow(offset + length)?;
-        let mut pages = self.allocated_pages.lock();
-        let first = offset as usize / PAGE_BYTES;
-        let end = (offset + length).div_ceil(PAGE_BYTES as u64) as usize;
-        pages[first..end].iter_mut().for_each(|page| *page = true);
+        self.mark_allocated(offset as usize, (offset + length) as usize);
         Ok(())
     }
 
@@ -399,11 +404,7 @@ impl StorageFile for SimFile {
         }
         current[offset as usize..end].copy_from_slice(buffer);
         // A pwrite allocates what it writes (or fails with ENOSPC; it never faults).
-        let mut pages = self.allocated_pages.lock();
-        let first = offset as usize / PAGE_BYTES;
-        pages[first..end.div_ceil(PAGE_BYTES)]
-            .iter_mut()
-            .for_each(|page| *page = true);
+        self.mark_allocated(offset as usize, end);
         Ok(())
     }
 

@@ -229,12 +229,7 @@ impl StorageFile for RealFile {
             0 => Ok(()),
             // A file system without fallocate: fall back to set_len (sparse). Writes through
             // a mapping could then meet a full disk; docs/design.md says so.
-            libc::EOPNOTSUPP => {
-                if self.length()? < offset + length {
-                    self.file.set_len(offset + length)?;
-                }
-                Ok(())
-            }
+            libc::EOPNOTSUPP => self.grow_sparse(offset + length),
             errno => Err(io::Error::from_raw_os_error(errno)),
         }
     }

@@ -60,7 +60,6 @@ pub(super) fn create_segment(
         name,
         file,
         mapping,
-        0,
         durability == Durability::Buffered,
     );
     // A segment of several slots holds one record, written at once: all of it now. Otherwise
@@ -112,7 +111,6 @@ fn open_segment(
         name.to_owned(),
         file,
         mapping,
-        0,
         durability == Durability::Buffered,
     ))
 }

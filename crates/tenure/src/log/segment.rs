@@ -36,14 +36,14 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// A segment over `mapping`, with `allocated_bytes` known to be allocated.
+    /// A segment over `mapping`, with nothing known to be allocated yet (`allocate_to` and
+    /// `assume_allocated` say what is).
     pub fn new(
         first_slot: u64,
         slot_count: u64,
         name: String,
         file: Arc<dyn StorageFile>,
         mapping: Mapping,
-        allocated_bytes: u64,
         prefault: bool,
     ) -> Segment {
         let slot_bytes = mapping.length() as u64 / slot_count;
@@ -55,7 +55,7 @@ impl Segment {
             name,
             file,
             mapping,
-            allocated_bytes: AtomicU64::new(allocated_bytes),
+            allocated_bytes: AtomicU64::new(0),
             allocating: parking_lot::Mutex::new(()),
             ahead_asked_at: AtomicU64::new(u64::MAX),
             prefault,
@@ -69,9 +69,8 @@ impl Segment {
     /// preparer thread for the next step (`allocate_ahead`), so appenders seldom wait for it.
     /// An appender past the allocated end allocates itself.
     pub fn ensure_allocated(&self, end: u64) -> std::io::Result<bool> {
-        let step = self.allocation_step_bytes;
         let allocated = self.allocated_bytes.load(Ordering::Acquire);
-        if end + step / 2 <= allocated || allocated == self.length() {
+        if self.allocated_far_enough(end, allocated) {
             return Ok(false);
         }
         if end <= allocated {
@@ -82,6 +81,12 @@ impl Segment {
         }
         self.allocate_to(end)?;
         Ok(false)
+    }
+
+    /// Whether `allocated` bytes reach half a step past `end` (or the whole segment): no
+    /// allocation is due yet.
+    fn allocated_far_enough(&self, end: u64, allocated: u64) -> bool {
+        end + self.allocation_step_bytes / 2 <= allocated || allocated == self.length()
     }
 
     /// The preparer's allocation of the step after `end`. A failure is left to the appender
@@ -95,7 +100,7 @@ impl Segment {
         let step = self.allocation_step_bytes;
         let _allocating = self.allocating.lock();
         let allocated = self.allocated_bytes.load(Ordering::Acquire);
-        if end + step / 2 <= allocated || allocated == self.length() {
+        if self.allocated_far_enough(end, allocated) {
             return Ok(());
         }
         let target = (end + step).next_multiple_of(step).min(self.length());
