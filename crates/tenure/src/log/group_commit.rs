@@ -5,7 +5,10 @@
 //! rate of many writers: the leader lingers until the group it expects (as many writers as
 //! waited at once over the last two syncs) has its records in, never longer than half the last
 //! sync. Without that, 16 writers settled into alternating half groups: the writers a sync
-//! released had not appended again when the next leader started.
+//! released had not appended again when the next leader started. The leader lingers asleep:
+//! the follower whose arrival completes the group wakes it. (It used to spin with
+//! `yield_now`: 270,000 yields a second with 16 writers, in the time of the very writers it
+//! waited for, though the rate did not measurably change.)
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -30,6 +33,8 @@ pub(crate) struct FlushState {
     /// sync before it: the size of group the next leader expects (see `group_target`).
     peak_waiting_writers: u32,
     previous_peak_waiting_writers: u32,
+    /// While the leader lingers: the version its group ends at.
+    lingering_for: Option<Version>,
     pub(crate) poisoned: Option<Error>,
     pub(crate) shutdown: bool,
 }
@@ -42,6 +47,7 @@ impl FlushState {
             durable,
             peak_waiting_writers: 0,
             previous_peak_waiting_writers: 0,
+            lingering_for: None,
             poisoned: None,
             shutdown: false,
         }
@@ -86,7 +92,15 @@ impl LogShared {
                 return Ok(());
             }
             if state.flushing {
-                // Followers sleep; only the leader waits for records to complete.
+                // Followers sleep; only the leader waits for records to complete. A follower
+                // arrives with its own record complete: it may be the one the group lacked.
+                if let Some(goal_version) = state.lingering_for {
+                    self.advance_completion();
+                    if self.completion.load().0 >= goal_version {
+                        state.lingering_for = None;
+                        self.group_complete.notify_one();
+                    }
+                }
                 self.flush_done.wait(&mut state);
                 continue;
             }
@@ -101,9 +115,9 @@ impl LogShared {
         let from = state.durable;
         let group_target = state.group_target(self.waiting_writers.load(Ordering::Acquire));
         let linger = Duration::from_micros(state.last_sync_micros / 2).min(MAXIMUM_LINGER);
+        MutexGuard::unlocked(state, || self.wait_completed(version));
+        self.linger_for_group(from.0 + group_target, linger, state);
         let (target, result, sync_micros) = MutexGuard::unlocked(state, || {
-            self.wait_completed(version);
-            self.linger_for_group(from.0 + group_target, linger);
             let target = self.completion.load();
             let started = std::time::Instant::now();
             let result = self.sync_range(from.1, target.1);
@@ -133,15 +147,24 @@ impl LogShared {
     /// The leader's short wait before it syncs: until the records of the group it expects
     /// are complete (every version ≤ `goal_version`), so one sync covers them all, but never
     /// longer than `limit`. A lone writer's goal is its own record, so it does not wait.
-    fn linger_for_group(&self, goal_version: Version, limit: Duration) {
+    /// Asleep, on the flush lock: the follower that completes the group wakes it.
+    fn linger_for_group(
+        &self,
+        goal_version: Version,
+        limit: Duration,
+        state: &mut MutexGuard<'_, FlushState>,
+    ) {
         let deadline = std::time::Instant::now() + limit;
         loop {
             self.advance_completion();
-            if self.completion.load().0 >= goal_version || std::time::Instant::now() >= deadline {
-                return;
+            if self.completion.load().0 >= goal_version {
+                break;
             }
-            // Let the writers the last sync released append their next records.
-            std::thread::yield_now();
+            state.lingering_for = Some(goal_version);
+            if self.group_complete.wait_until(state, deadline).timed_out() {
+                break;
+            }
         }
+        state.lingering_for = None;
     }
 }

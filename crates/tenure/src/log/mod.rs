@@ -111,6 +111,9 @@ pub(crate) struct LogShared {
     segment_creation: Mutex<()>,
     flush: Mutex<FlushState>,
     flush_done: Condvar,
+    /// Wakes a lingering group-commit leader once its group's records are complete
+    /// (`group_commit.rs`).
+    group_complete: Condvar,
     /// Writers inside `wait_durable` now (`group_commit.rs`).
     waiting_writers: std::sync::atomic::AtomicU32,
     poisoned: AtomicBool,

@@ -60,7 +60,6 @@ pub(super) fn create_segment(
         name,
         file,
         mapping,
-        durability == Durability::Buffered,
     );
     // A segment of several slots holds one record, written at once: all of it now. Otherwise
     // the first step, so the appender that rolls over finds it ready.
@@ -71,7 +70,7 @@ pub(super) fn create_segment(
 }
 
 /// How a segment that receives appends is mapped in `sync` stores: see
-/// `Mapping::advise_no_read_ahead`. (`buffered` stores fault pages in for writing as they are
+/// `Mapping::advise_no_read_ahead`. (Both modes fault pages in for writing as they are
 /// allocated: `Mapping::prefault_for_writing`.)
 fn prepare_for_appends(mapping: &Mapping, durability: Durability) {
     if durability == Durability::Sync {
@@ -84,7 +83,6 @@ fn open_segment(
     name: &str,
     first_slot: u64,
     slot_size: u64,
-    durability: Durability,
 ) -> Result<Segment> {
     let path = storage.path().join(name);
     let file = storage
@@ -111,7 +109,6 @@ fn open_segment(
         name.to_owned(),
         file,
         mapping,
-        durability == Durability::Buffered,
     ))
 }
 
@@ -242,7 +239,7 @@ pub(super) fn open(
             stale.push((*name).clone());
             continue;
         }
-        match open_segment(storage.as_ref(), name, *slot, slot_size, options.durability) {
+        match open_segment(storage.as_ref(), name, *slot, slot_size) {
             Ok(segment) => table.insert(Arc::new(segment)),
             // A crash between creating a segment file and allocating it leaves it short. One
             // that starts at or past the durable watermark cannot hold acknowledged records:
@@ -342,6 +339,7 @@ pub(super) fn open(
         segment_creation: Mutex::new(()),
         flush: Mutex::new(FlushState::new((last_version, scan.tail))),
         flush_done: Condvar::new(),
+        group_complete: Condvar::new(),
         waiting_writers: std::sync::atomic::AtomicU32::new(0),
         poisoned: AtomicBool::new(false),
         closed: AtomicBool::new(false),

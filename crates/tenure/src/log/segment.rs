@@ -30,9 +30,6 @@ pub struct Segment {
     allocation_step_bytes: u64,
     /// The allocated end at which the preparer was last asked for the next step.
     ahead_asked_at: AtomicU64,
-    /// Fault newly allocated pages in for writing (`buffered` stores, see
-    /// `Mapping::prefault_for_writing`).
-    prefault: bool,
 }
 
 impl Segment {
@@ -44,7 +41,6 @@ impl Segment {
         name: String,
         file: Arc<dyn StorageFile>,
         mapping: Mapping,
-        prefault: bool,
     ) -> Segment {
         let slot_bytes = mapping.length() as u64 / slot_count;
         let step = (slot_bytes / 64).clamp(4096, MAXIMUM_ALLOCATION_STEP_BYTES);
@@ -58,7 +54,6 @@ impl Segment {
             allocated_bytes: AtomicU64::new(0),
             allocating: parking_lot::Mutex::new(()),
             ahead_asked_at: AtomicU64::new(u64::MAX),
-            prefault,
         }
     }
 
@@ -105,7 +100,9 @@ impl Segment {
         }
         let target = (end + step).next_multiple_of(step).min(self.length());
         self.file.allocate(allocated, target - allocated)?;
-        if self.prefault {
+        // A segment of several slots holds one record, written once: faulting it in first
+        // would only write its zeros too.
+        if self.slot_count == 1 {
             self.mapping
                 .prefault_for_writing(allocated as usize, (target - allocated) as usize);
         }
