@@ -54,13 +54,7 @@ pub(super) fn create_segment(
         .map(length as usize)
         .map_err(|error| Error::io(&path, "mmap", error))?;
     prepare_for_appends(&mapping, durability);
-    let segment = Segment::new(
-        first_slot,
-        slot_count,
-        name,
-        file,
-        mapping,
-    );
+    let segment = Segment::new(first_slot, slot_count, name, file, mapping);
     // A segment of several slots holds one record, written at once: all of it now. Otherwise
     // the first step, so the appender that rolls over finds it ready.
     segment
