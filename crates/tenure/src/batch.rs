@@ -498,6 +498,7 @@ impl<'store> Batch<'store> {
                     older: crossbeam_epoch::Atomic::null(),
                 },
             };
+            store.index.note_expiry(node.expires_at);
             match entry.slot.install(entry.head, Owned::new(node), &guard) {
                 Ok(shared) => installed.push((entry, shared, entry.final_write.is_some())),
                 Err(_) => {

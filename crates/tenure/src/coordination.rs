@@ -227,6 +227,7 @@ impl StoreShared {
                 // decision reserved exactly this (`write_payload` asserts it).
                 reservation.write_payload(scratch)
             })?;
+            self.index.note_expiry(expires_at);
             let node = Owned::new(VersionNode {
                 version,
                 etag_version,

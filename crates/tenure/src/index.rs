@@ -11,7 +11,7 @@
 //! - Versions no snapshot can see are unlinked by `prune` and freed through crossbeam-epoch.
 
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crossbeam_epoch::{Atomic, Guard, Owned, Shared};
 use crossbeam_utils::Backoff;
@@ -307,6 +307,9 @@ pub struct Index {
     /// and no reference counts, where `SkipMap` pins and counts at every step (about 260
     /// instructions per entry under callgrind).
     ordered: crossbeam_skiplist::base::SkipList<SlotByKey, ()>,
+    /// Whether a version with an expiry was installed since open (replay included). Until
+    /// one is, the background sweep has nothing to find and walks nothing.
+    expiring_items_written: AtomicBool,
 }
 
 /// A slot as an index entry: equal, ordered and hashed exactly as its index key bytes, so
@@ -361,7 +364,21 @@ impl Index {
             ordered: crossbeam_skiplist::base::SkipList::new(
                 crossbeam_epoch::default_collector().clone(),
             ),
+            expiring_items_written: AtomicBool::new(false),
         }
+    }
+
+    /// Called with the expiry of every version about to be installed.
+    pub fn note_expiry(&self, expires_at: Option<Timestamp>) {
+        // The load keeps the common case (already set, or no expiry) a shared read.
+        if expires_at.is_some() && !self.expiring_items_written.load(Ordering::Relaxed) {
+            self.expiring_items_written.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether any item may carry an expiry (see `expiring_items_written`).
+    pub fn may_hold_expiring_items(&self) -> bool {
+        self.expiring_items_written.load(Ordering::Acquire)
     }
 
     /// Runs `read` with the slot of `index_key`, if any, without cloning its `Arc`.

@@ -839,6 +839,7 @@ fn replay_item(
         item.write.etag_version
     };
     install_replayed(
+        index,
         &slot,
         head,
         VersionNode {
@@ -913,16 +914,18 @@ fn replay_coordination(
         },
         _ => return,
     };
-    install_replayed(&slot, head, node, &guard);
+    install_replayed(index, &slot, head, node, &guard);
 }
 
 fn install_replayed(
+    index: &Index,
     slot: &ItemSlot,
     head: crossbeam_epoch::Shared<'_, VersionNode>,
     node: VersionNode,
     guard: &Guard,
 ) {
     let version = node.version;
+    index.note_expiry(node.expires_at);
     if slot
         .install(head, crossbeam_epoch::Owned::new(node), guard)
         .is_ok()

@@ -388,6 +388,7 @@ impl StoreShared {
                 coordination: coordination_box(coordination),
                 older: crossbeam_epoch::Atomic::null(),
             });
+            self.index.note_expiry(expires_at);
             match slot.install(head, node, &guard) {
                 Ok(installed) => {
                     reservation.commit()?;
