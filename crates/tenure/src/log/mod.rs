@@ -148,7 +148,7 @@ pub struct Log {
 /// it uncommitted writes an `Abort` record in its place so later records are not held up.
 pub struct Reservation<'log> {
     log: &'log LogShared,
-    segment: Arc<Segment>,
+    segment: SegmentHold,
     version: Version,
     start: u64,
     new_tail: u64,
@@ -156,6 +156,37 @@ pub struct Reservation<'log> {
     /// `write_payload` wrote the whole record with its `Data` header (a `sync` store).
     header_written: bool,
     finished: bool,
+}
+
+/// How often an appender checks that the completion ring has room for the versions in flight:
+/// at every this-many-th version, for that one and the ones after it. Reading the completed
+/// word at every append took a cache line the other appenders keep writing.
+const IN_FLIGHT_CHECK_STRIDE: u64 = 64;
+const _: () = assert!(IN_FLIGHT_CHECK_STRIDE < COMPLETION_SLOTS);
+
+/// A reservation's segment: borrowed from the segment table under an epoch guard (the table
+/// drops a segment it lets go of only once no guard can see it), or owned when this appender
+/// created it. Borrowing spares every append an increment and a decrement of the segment's
+/// shared reference count, a cache line that appenders on other CPUs were reading.
+enum SegmentHold {
+    Borrowed {
+        segment: std::ptr::NonNull<Segment>,
+        _guard: Guard,
+    },
+    Owned(Arc<Segment>),
+}
+
+impl std::ops::Deref for SegmentHold {
+    type Target = Segment;
+
+    fn deref(&self) -> &Segment {
+        match self {
+            // SAFETY: the pointer came from the segment table under `_guard`, which this value
+            // holds for as long as it lives.
+            SegmentHold::Borrowed { segment, .. } => unsafe { segment.as_ref() },
+            SegmentHold::Owned(segment) => segment,
+        }
+    }
 }
 
 thread_local! {
@@ -612,11 +643,17 @@ impl LogShared {
         let (version, placement) = loop {
             let current = self.reservation.load(Ordering::Acquire);
             let (version, tail) = unpack(current);
-            let (completed_version, _) = self.completion.load();
-            if version.saturating_sub(completed_version) > self.completion.slot_count() {
-                // Too many records in flight: let earlier appenders finish their copies.
-                Self::wait_step(&backoff);
-                continue;
+            if version % IN_FLIGHT_CHECK_STRIDE == 0 {
+                // Versions are taken in order, so this checker stands before the next
+                // `IN_FLIGHT_CHECK_STRIDE - 1` versions, and leaves room for them.
+                let (completed_version, _) = self.completion.load();
+                let in_flight =
+                    (version + IN_FLIGHT_CHECK_STRIDE).saturating_sub(completed_version);
+                if in_flight > self.completion.slot_count() {
+                    // Too many records in flight: let earlier appenders finish their copies.
+                    Self::wait_step(&backoff);
+                    continue;
+                }
             }
             let placement = place(tail, size, self.slot_size);
             let next = pack(version + 1, placement.new_tail);
@@ -718,7 +755,7 @@ impl LogShared {
         &self,
         version: Version,
         placement: &placement::Placement,
-    ) -> Result<Arc<Segment>> {
+    ) -> Result<SegmentHold> {
         let segment =
             self.segment_for(placement.start / self.slot_size, placement.segment_slots)?;
         self.ensure_allocated(&segment, placement.new_tail)?;
@@ -735,14 +772,16 @@ impl LogShared {
 
     /// Device space for `segment` up to the global offset `end`; the next step is left to the
     /// preparer thread when the end comes near.
-    fn ensure_allocated(&self, segment: &Arc<Segment>, end: u64) -> Result<()> {
+    fn ensure_allocated(&self, segment: &Segment, end: u64) -> Result<()> {
         let local_end = (end - segment.first_slot * self.slot_size).min(segment.length());
         let ask_ahead = segment.ensure_allocated(local_end).map_err(|error| {
             Error::io(self.storage.path().join(&segment.name), "allocate", error)
         })?;
         if ask_ahead {
-            self.preparer_request.lock().allocation = Some((Arc::clone(segment), local_end));
-            self.preparer_wake.notify_one();
+            if let Some(owned) = self.segments.get_owned(segment.first_slot) {
+                self.preparer_request.lock().allocation = Some((owned, local_end));
+                self.preparer_wake.notify_one();
+            }
         }
         Ok(())
     }
@@ -762,16 +801,22 @@ impl LogShared {
         unsafe { segment.write(local, &header) };
     }
 
-    fn segment_for(&self, slot: u64, slot_count: u64) -> Result<Arc<Segment>> {
-        if let Some(segment) = self.segments.get_owned(slot) {
+    fn segment_for(&self, slot: u64, slot_count: u64) -> Result<SegmentHold> {
+        let guard = crossbeam_epoch::pin();
+        if let Some(segment) = self.segments.get(slot, &guard) {
             if segment.slot_count >= slot_count {
-                return Ok(segment);
+                let segment = std::ptr::NonNull::from(&**segment);
+                return Ok(SegmentHold::Borrowed {
+                    segment,
+                    _guard: guard,
+                });
             }
         }
+        drop(guard);
         let _creating = self.segment_creation.lock();
         if let Some(segment) = self.segments.get_owned(slot) {
             if segment.slot_count >= slot_count {
-                return Ok(segment);
+                return Ok(SegmentHold::Owned(segment));
             }
             // A one-slot segment prepared ahead, where a record larger than a slot now starts.
             // Nothing was written to it (the large record takes its segment alone), so it is
@@ -789,6 +834,7 @@ impl LogShared {
                 .map_err(|error| Error::io(self.storage.path().join(&name), "remove", error))?;
         }
         self.create_segment_locked(slot, slot_count)
+            .map(SegmentHold::Owned)
     }
 
     /// The preparer's creation of the segment at `slot`, ahead of need. Its request can be
@@ -892,8 +938,12 @@ impl LogShared {
             let poisoned = self.flush.lock().poisoned.clone();
             return Err(poisoned.unwrap_or(Error::Closed));
         }
-        self.visible.fetch_max(version, Ordering::AcqRel);
-        self.notify_watchers();
+        // Usually whoever advanced the completed word has published it already; a read then
+        // leaves the shared line alone.
+        if self.visible.load(Ordering::Acquire) < version {
+            self.visible.fetch_max(version, Ordering::AcqRel);
+            self.notify_watchers();
+        }
         Ok(())
     }
 
@@ -1087,12 +1137,15 @@ impl Reservation<'_> {
     /// (`buffered`), or also on stable storage (`sync`).
     pub fn commit(mut self) -> Result<Version> {
         self.seal(RecordKind::Data);
-        match self.log.durability {
+        let (log, version) = (self.log, self.version);
+        // The wait needs no segment: let it (and the epoch guard that may hold it) go first.
+        drop(self);
+        match log.durability {
             Durability::Buffered => {
-                self.log.acknowledge_buffered(self.version)?;
-                Ok(self.version)
+                log.acknowledge_buffered(version)?;
+                Ok(version)
             }
-            Durability::Sync => self.log.wait_durable(self.version).map(|()| self.version),
+            Durability::Sync => log.wait_durable(version).map(|()| version),
         }
     }
 
