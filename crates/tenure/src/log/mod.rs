@@ -146,6 +146,7 @@ pub struct Log {
 
 /// Space and a version reserved for one record. Write the payload, then `commit` it; dropping
 /// it uncommitted writes an `Abort` record in its place so later records are not held up.
+/// It stays on the thread that reserved it (not `Send`): it may hold an epoch guard.
 pub struct Reservation<'log> {
     log: &'log LogShared,
     segment: SegmentHold,
