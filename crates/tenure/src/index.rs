@@ -1,8 +1,8 @@
 //! The in-memory MVCC index: for every (container, key) an `ItemSlot` whose head points at the
 //! newest version; versions chain newest-first and point at their records in the log.
 //!
-//! - Point lookups go through a concurrent hash map (papaya: lock-free reads); listings go
-//!   through an ordered skip list over the same slots.
+//! - Point lookups go through a hash index of slot pointers (`point_index.rs`: lock-free
+//!   reads); listings go through an ordered skip list over the same slots.
 //! - A write installs its version with one compare-and-swap on the head, expecting the head it
 //!   checked its conditions against: two writers holding the same ETag can never both win.
 //! - A batch installs `Pending` nodes (in key order, so batches cannot deadlock), then marks
@@ -19,6 +19,7 @@ use crossbeam_utils::Backoff;
 use crate::clock::Timestamp;
 use crate::codec::{Coordination, Metadata};
 use crate::etag::Version;
+use crate::point_index::PointIndex;
 use crate::rules::lease::LeaseRecord;
 use crate::rules::lock::{self, LockRecord};
 
@@ -102,8 +103,20 @@ pub fn coordination_box(coordination: Coordination) -> Option<Box<Coordination>>
 /// big-endian container id, then the item key), in one allocation shared by both indexes
 /// behind a thin pointer. One allocation instead of two (the key had its own box) saves a
 /// cache miss on every key comparison and 32 bytes per key.
+/// Transparent over the `ThinArc`'s one pointer: the point index keeps slots as raw pointers
+/// and views them in place (`point_index.rs`).
 #[derive(Clone)]
+#[repr(transparent)]
 pub struct ItemSlot(triomphe::ThinArc<SlotHead, u8>);
+
+impl std::fmt::Debug for ItemSlot {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ItemSlot")
+            .field("index_key", &self.index_key())
+            .finish()
+    }
+}
 
 /// The fixed part of a slot. Dropped with the last reference to the slot: it frees the chain.
 pub struct SlotHead {
@@ -122,6 +135,28 @@ impl ItemSlot {
 
     pub fn index_key(&self) -> &[u8] {
         &self.0.slice
+    }
+
+    /// The slot as a raw pointer that owns one reference (`from_raw` takes it back).
+    pub(crate) fn into_raw(self) -> *const std::ffi::c_void {
+        triomphe::ThinArc::into_raw(self.0)
+    }
+
+    /// # Safety
+    /// `pointer` came from `into_raw`, and its reference is not taken back twice.
+    pub(crate) unsafe fn from_raw(pointer: *const std::ffi::c_void) -> ItemSlot {
+        // SAFETY: the caller's promise.
+        ItemSlot(unsafe { triomphe::ThinArc::from_raw(pointer) })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn same_slot(&self, other: &ItemSlot) -> bool {
+        self.0.ptr() == other.0.ptr()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn reference_count(&self) -> usize {
+        self.0.with_arc(triomphe::Arc::strong_count)
     }
 
     pub fn head(&self) -> &Atomic<VersionNode> {
@@ -299,10 +334,9 @@ pub fn index_key(container_id: u64, key: &[u8]) -> IndexKey {
 /// keyed by the index key stored in it, so a key is stored once in memory (not again as each
 /// index's key): 294 → 246 live heap bytes per key of 24 B (1M keys, scratch probe).
 pub struct Index {
-    /// A map to `()`, not papaya's `HashSet`: its `insert` replaces an existing entry (the
-    /// linearizability campaign caught two racing first writes each keeping its own slot),
-    /// where `HashMap::try_insert` keeps the first.
-    points: papaya::HashMap<SlotByKey, (), foldhash::fast::RandomState>,
+    /// Its `insert` keeps the first slot of a key (the linearizability campaign once caught
+    /// two racing first writes each keeping its own slot, with a map that replaced).
+    points: PointIndex,
     /// The skip list's guard-bound API (not `SkipMap`'s): a range walk then takes one epoch pin
     /// and no reference counts, where `SkipMap` pins and counts at every step (about 260
     /// instructions per entry under callgrind).
@@ -312,8 +346,8 @@ pub struct Index {
     expiring_items_written: AtomicBool,
 }
 
-/// A slot as an index entry: equal, ordered and hashed exactly as its index key bytes, so
-/// either index is searched with a plain `&[u8]`.
+/// A slot as an ordered-index entry: equal and ordered exactly as its index key bytes, so
+/// the skip list is searched with a plain `&[u8]`.
 struct SlotByKey(ItemSlot);
 
 impl PartialEq for SlotByKey {
@@ -336,13 +370,6 @@ impl Ord for SlotByKey {
     }
 }
 
-impl std::hash::Hash for SlotByKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // The same bytes `<[u8] as Hash>` feeds in: a lookup by `&[u8]` must hash alike.
-        self.0.index_key().hash(state);
-    }
-}
-
 impl std::borrow::Borrow<[u8]> for SlotByKey {
     fn borrow(&self) -> &[u8] {
         self.0.index_key()
@@ -352,15 +379,7 @@ impl std::borrow::Borrow<[u8]> for SlotByKey {
 impl Index {
     pub fn new() -> Index {
         Index {
-            // Blocking resizes: with papaya's default incremental resizing, a resize that no
-            // later write finishes leaves readers walking every older table first — after a
-            // bulk load of 1M keys, 2,400 instructions of probing per get (callgrind). The
-            // writer that triggers a resize pays for the copy instead (other writers help).
-            // foldhash: a seeded hash ~4× cheaper than SipHash on 32-byte keys.
-            points: papaya::HashMap::builder()
-                .resize_mode(papaya::ResizeMode::Blocking)
-                .hasher(foldhash::fast::RandomState::default())
-                .build(),
+            points: PointIndex::new(),
             ordered: crossbeam_skiplist::base::SkipList::new(
                 crossbeam_epoch::default_collector().clone(),
             ),
@@ -383,15 +402,13 @@ impl Index {
 
     /// Runs `read` with the slot of `index_key`, if any, without cloning its `Arc`.
     pub fn with_slot<T>(&self, index_key: &[u8], read: impl FnOnce(Option<&ItemSlot>) -> T) -> T {
-        let points = self.points.pin();
-        read(points.get_key_value(index_key).map(|(entry, ())| &entry.0))
+        let guard = crossbeam_epoch::pin();
+        read(self.points.get(index_key, &guard))
     }
 
     pub fn get(&self, index_key: &[u8]) -> Option<ItemSlot> {
-        self.points
-            .pin()
-            .get_key_value(index_key)
-            .map(|(entry, ())| entry.0.clone())
+        let guard = crossbeam_epoch::pin();
+        self.points.get(index_key, &guard).cloned()
     }
 
     pub fn get_or_insert(&self, index_key: &[u8]) -> ItemSlot {
@@ -408,13 +425,12 @@ impl Index {
     /// order keeps the skip list's search path in cache, where keys replayed in log order land
     /// all over it: at open of 1M keys this is most of the index's build time.
     pub fn finish_replay(&self) {
-        let points = self.points.pin();
-        let mut slots: Vec<&SlotByKey> = points.keys().collect();
-        slots.sort_unstable_by(|left, right| left.0.index_key().cmp(right.0.index_key()));
         let guard = crossbeam_epoch::pin();
+        let mut slots: Vec<&ItemSlot> = self.points.slots(&guard).collect();
+        slots.sort_unstable_by(|left, right| left.index_key().cmp(right.index_key()));
         for slot in slots {
             self.ordered
-                .get_or_insert(SlotByKey(slot.0.clone()), (), &guard)
+                .get_or_insert(SlotByKey(slot.clone()), (), &guard)
                 .release(&guard);
         }
     }
@@ -424,17 +440,9 @@ impl Index {
             return slot;
         }
         let slot = ItemSlot::new(index_key);
-        if self
-            .points
-            .pin()
-            .try_insert(SlotByKey(slot.clone()), ())
-            .is_err()
-        {
-            // Another writer inserted the key first; slots are never removed while the index
-            // lives, so its slot is there.
-            return self
-                .get(index_key)
-                .expect("a slot, once in the point index, stays there");
+        if let Err(first) = self.points.insert(slot.clone()) {
+            // Another writer inserted the key first.
+            return first;
         }
         if !ordered {
             return slot;

@@ -1,0 +1,269 @@
+//! The point index: an item's slot by its index key, read without locks or allocation.
+//!
+//! Slots are only ever added while an index lives (a deleted item keeps its slot until the
+//! next open), so the table needs no deletion protocol:
+//! - 256 shards, each an open-addressing table (linear probing) of slot pointers, at most half
+//!   full. A bucket is null or a slot; once set it never changes.
+//! - A reader pins the epoch, loads its shard's table and probes it: one bucket, then the slot
+//!   it points at (to compare the key). Nothing is written.
+//! - Writers of one shard take its mutex. One adding a slot to a half-full table builds a
+//!   table twice as large, publishes it, and leaves the old one to the epoch: readers still
+//!   probing it find every slot added before it was replaced.
+//!
+//! It replaced papaya's map, whose entries were each an allocation of their own: a lookup
+//! went through the table, the entry and then the slot, about 3.5 cache misses of the 9 a
+//! cold get took (cachegrind, 200k keys).
+
+use std::ffi::c_void;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use crossbeam_epoch::{Atomic, Guard, Owned};
+use parking_lot::Mutex;
+
+use crate::index::ItemSlot;
+
+const SHARD_BITS: u32 = 8;
+const SHARDS: usize = 1 << SHARD_BITS;
+const INITIAL_BUCKETS: usize = 16;
+
+pub(crate) struct PointIndex {
+    shards: Box<[Shard]>,
+    hasher: foldhash::fast::RandomState,
+}
+
+struct Shard {
+    table: Atomic<Table>,
+    /// Held to add a slot to this shard; counts the shard's slots.
+    slots: Mutex<usize>,
+}
+
+/// A power-of-two number of buckets, at most half of them set. A set bucket holds a slot the
+/// index owns one reference to (`ItemSlot::into_raw`); a table that is replaced hands its
+/// references on to its successor, so dropping a table releases nothing.
+struct Table {
+    buckets: Box<[AtomicPtr<c_void>]>,
+}
+
+impl Table {
+    fn with_buckets(count: usize) -> Table {
+        assert!(count.is_power_of_two());
+        Table {
+            buckets: (0..count)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+        }
+    }
+
+    fn mask(&self) -> usize {
+        self.buckets.len() - 1
+    }
+
+    /// The slot of `index_key`, or the empty bucket where it would go.
+    fn probe(&self, hash: u64, index_key: &[u8]) -> Result<&ItemSlot, &AtomicPtr<c_void>> {
+        let mut bucket = hash as usize & self.mask();
+        // At most half the buckets are set, so an empty one ends every probe.
+        for _ in 0..self.buckets.len() {
+            let entry = &self.buckets[bucket];
+            let Some(slot) = slot_in(entry) else {
+                return Err(entry);
+            };
+            if slot.index_key() == index_key {
+                return Ok(slot);
+            }
+            bucket = (bucket + 1) & self.mask();
+        }
+        unreachable!("a point-index table is never full");
+    }
+}
+
+/// The slot a bucket holds, viewed in place.
+fn slot_in(bucket: &AtomicPtr<c_void>) -> Option<&ItemSlot> {
+    if bucket.load(Ordering::Acquire).is_null() {
+        return None;
+    }
+    // SAFETY: a set bucket holds `ItemSlot::into_raw` of a slot the index keeps alive, and is
+    // never written again; `ItemSlot` is a transparent wrapper of that same pointer, so the
+    // bucket's bytes are a valid `ItemSlot`, borrowed for as long as the bucket.
+    Some(unsafe { &*std::ptr::from_ref(bucket).cast::<ItemSlot>() })
+}
+
+impl PointIndex {
+    pub(crate) fn new() -> PointIndex {
+        PointIndex {
+            shards: (0..SHARDS)
+                .map(|_| Shard {
+                    table: Atomic::new(Table::with_buckets(INITIAL_BUCKETS)),
+                    slots: Mutex::new(0),
+                })
+                .collect(),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+
+    fn shard_and_hash(&self, index_key: &[u8]) -> (&Shard, u64) {
+        let hash = self.hasher.hash_one(index_key);
+        // The top bits choose the shard, the bottom ones the bucket.
+        (&self.shards[(hash >> (64 - SHARD_BITS)) as usize], hash)
+    }
+
+    /// The slot of `index_key`, borrowed for as long as `guard`.
+    pub(crate) fn get<'g>(&self, index_key: &[u8], guard: &'g Guard) -> Option<&'g ItemSlot> {
+        let (shard, hash) = self.shard_and_hash(index_key);
+        // SAFETY: a shard's table is never null, and a replaced one is freed only through the
+        // epoch, after every guard that could have loaded it.
+        let table = unsafe { shard.table.load(Ordering::Acquire, guard).deref() };
+        table.probe(hash, index_key).ok()
+    }
+
+    /// Adds `slot` unless its key has a slot already; then returns that one instead.
+    pub(crate) fn insert(&self, slot: ItemSlot) -> Result<(), ItemSlot> {
+        let (shard, hash) = self.shard_and_hash(slot.index_key());
+        let mut slots = shard.slots.lock();
+        let guard = crossbeam_epoch::pin();
+        // SAFETY: as in `get`; under the shard's lock the table cannot change.
+        let mut table = unsafe { shard.table.load(Ordering::Acquire, &guard).deref() };
+        if let Ok(existing) = table.probe(hash, slot.index_key()) {
+            return Err(existing.clone());
+        }
+        if (*slots + 1) * 2 > table.buckets.len() {
+            table = self.grow(shard, table, &guard);
+        }
+        let Err(bucket) = table.probe(hash, slot.index_key()) else {
+            unreachable!("the key is not in the shard (checked under its lock)");
+        };
+        bucket.store(slot.into_raw().cast_mut(), Ordering::Release);
+        *slots += 1;
+        Ok(())
+    }
+
+    /// Replaces the shard's table with one twice as large holding the same slots. The caller
+    /// holds the shard's lock.
+    fn grow<'g>(&self, shard: &Shard, table: &Table, guard: &'g Guard) -> &'g Table {
+        let larger = Table::with_buckets(table.buckets.len() * 2);
+        for bucket in table.buckets.iter() {
+            if let Some(slot) = slot_in(bucket) {
+                let hash = self.hasher.hash_one(slot.index_key());
+                let Err(empty) = larger.probe(hash, slot.index_key()) else {
+                    unreachable!("the keys of a table are distinct");
+                };
+                empty.store(bucket.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+        }
+        let previous = shard
+            .table
+            .swap(Owned::new(larger), Ordering::AcqRel, guard);
+        // SAFETY: unreachable from the shard now; readers still probing it hold guards. Its
+        // references went to the new table, and dropping a table releases none.
+        unsafe { guard.defer_destroy(previous) };
+        // SAFETY: just published; it lives until replaced, which takes this shard's lock.
+        unsafe { shard.table.load(Ordering::Acquire, guard).deref() }
+    }
+
+    /// Every slot, in no order, borrowed for as long as `guard`.
+    pub(crate) fn slots<'g>(&'g self, guard: &'g Guard) -> impl Iterator<Item = &'g ItemSlot> {
+        self.shards.iter().flat_map(move |shard| {
+            // SAFETY: as in `get`.
+            let table = unsafe { shard.table.load(Ordering::Acquire, guard).deref() };
+            table.buckets.iter().filter_map(slot_in)
+        })
+    }
+}
+
+impl Drop for PointIndex {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no reader or writer is left, so the tables can be taken.
+        let guard = unsafe { crossbeam_epoch::unprotected() };
+        for shard in self.shards.iter() {
+            let table = shard
+                .table
+                .swap(crossbeam_epoch::Shared::null(), Ordering::AcqRel, guard);
+            // SAFETY: as above; the table's buckets own one reference to each slot.
+            let table = unsafe { table.into_owned() };
+            for bucket in table.buckets.iter() {
+                let pointer = bucket.load(Ordering::Relaxed);
+                if !pointer.is_null() {
+                    drop(unsafe { ItemSlot::from_raw(pointer) });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PointIndex;
+    use crate::index::ItemSlot;
+
+    fn key(index: u32) -> Vec<u8> {
+        let mut key = vec![0u8; 8];
+        key.extend_from_slice(format!("key-{index}").as_bytes());
+        key
+    }
+
+    #[test]
+    fn finds_every_slot_through_many_growths_and_keeps_the_first_of_a_key() {
+        let index = PointIndex::new();
+        for n in 0..20_000 {
+            index.insert(ItemSlot::new(&key(n))).unwrap();
+        }
+        let guard = crossbeam_epoch::pin();
+        for n in 0..20_000 {
+            assert_eq!(index.get(&key(n), &guard).unwrap().index_key(), &key(n)[..]);
+        }
+        assert!(index.get(&key(20_000), &guard).is_none());
+        let first = index.get(&key(7), &guard).unwrap().clone();
+        let refused = index.insert(ItemSlot::new(&key(7))).unwrap_err();
+        assert!(refused.same_slot(&first), "the first slot of a key stays");
+        assert_eq!(index.slots(&guard).count(), 20_000);
+    }
+
+    #[test]
+    fn readers_see_every_slot_added_before_they_look_while_writers_grow_the_tables() {
+        use std::sync::atomic::{AtomicI64, Ordering};
+        let index = PointIndex::new();
+        // Writer w adds the keys n with n % 2 == w, in order; its entry is the last one added.
+        let added = [AtomicI64::new(-1), AtomicI64::new(-1)];
+        std::thread::scope(|scope| {
+            for writer in 0..2u32 {
+                let (index, added) = (&index, &added);
+                scope.spawn(move || {
+                    for n in (writer..40_000).step_by(2) {
+                        index.insert(ItemSlot::new(&key(n))).unwrap();
+                        added[writer as usize].store(i64::from(n), Ordering::Release);
+                    }
+                });
+            }
+            scope.spawn(|| {
+                for round in 0..300u32 {
+                    let passed = [
+                        added[0].load(Ordering::Acquire),
+                        added[1].load(Ordering::Acquire),
+                    ];
+                    let guard = crossbeam_epoch::pin();
+                    for n in (round % 7..40_000u32).step_by(101) {
+                        let found = index.get(&key(n), &guard).is_some();
+                        if i64::from(n) <= passed[(n % 2) as usize] {
+                            assert!(found, "key {n}, added before the look, is missing");
+                        }
+                    }
+                }
+            });
+        });
+        let guard = crossbeam_epoch::pin();
+        assert_eq!(index.slots(&guard).count(), 40_000);
+    }
+
+    #[test]
+    fn dropping_the_index_releases_its_slots() {
+        let slot = ItemSlot::new(&key(1));
+        let index = PointIndex::new();
+        index.insert(slot.clone()).unwrap();
+        for n in 2..100 {
+            index.insert(ItemSlot::new(&key(n))).unwrap();
+        }
+        assert_eq!(slot.reference_count(), 2);
+        drop(index);
+        assert_eq!(slot.reference_count(), 1);
+    }
+}
