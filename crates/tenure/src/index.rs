@@ -103,10 +103,7 @@ pub fn coordination_box(coordination: Coordination) -> Option<Box<Coordination>>
 /// big-endian container id, then the item key), in one allocation shared by both indexes
 /// behind a thin pointer. One allocation instead of two (the key had its own box) saves a
 /// cache miss on every key comparison and 32 bytes per key.
-/// Transparent over the `ThinArc`'s one pointer: the point index keeps slots as raw pointers
-/// and views them in place (`point_index.rs`).
 #[derive(Clone)]
-#[repr(transparent)]
 pub struct ItemSlot(triomphe::ThinArc<SlotHead, u8>);
 
 impl std::fmt::Debug for ItemSlot {
@@ -403,12 +400,14 @@ impl Index {
     /// Runs `read` with the slot of `index_key`, if any, without cloning its `Arc`.
     pub fn with_slot<T>(&self, index_key: &[u8], read: impl FnOnce(Option<&ItemSlot>) -> T) -> T {
         let guard = crossbeam_epoch::pin();
-        read(self.points.get(index_key, &guard))
+        read(self.points.get(index_key, &guard).as_deref())
     }
 
     pub fn get(&self, index_key: &[u8]) -> Option<ItemSlot> {
         let guard = crossbeam_epoch::pin();
-        self.points.get(index_key, &guard).cloned()
+        self.points
+            .get(index_key, &guard)
+            .map(|slot| ItemSlot::clone(&slot))
     }
 
     pub fn get_or_insert(&self, index_key: &[u8]) -> ItemSlot {
@@ -426,11 +425,11 @@ impl Index {
     /// all over it: at open of 1M keys this is most of the index's build time.
     pub fn finish_replay(&self) {
         let guard = crossbeam_epoch::pin();
-        let mut slots: Vec<&ItemSlot> = self.points.slots(&guard).collect();
+        let mut slots: Vec<_> = self.points.slots(&guard).collect();
         slots.sort_unstable_by(|left, right| left.index_key().cmp(right.index_key()));
         for slot in slots {
             self.ordered
-                .get_or_insert(SlotByKey(slot.clone()), (), &guard)
+                .get_or_insert(SlotByKey(ItemSlot::clone(&slot)), (), &guard)
                 .release(&guard);
         }
     }

@@ -5,7 +5,9 @@
 //! - 256 shards, each an open-addressing table (linear probing) of slot pointers, at most half
 //!   full. A bucket is null or a slot; once set it never changes.
 //! - A reader pins the epoch, loads its shard's table and probes it: one bucket, then the slot
-//!   it points at (to compare the key). Nothing is written.
+//!   it points at (to compare the key). Nothing is written. A bucket keeps 3 bits of the key's
+//!   hash in its pointer's alignment bits, so a probe passes over another key's bucket
+//!   without reading that slot 7 times in 8.
 //! - Writers of one shard take its mutex. One adding a slot to a half-full table builds a
 //!   table twice as large, publishes it, and leaves the old one to the epoch: readers still
 //!   probing it find every slot added before it was replaced.
@@ -16,7 +18,9 @@
 
 use std::ffi::c_void;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossbeam_epoch::{Atomic, Guard, Owned};
 use parking_lot::Mutex;
@@ -26,6 +30,13 @@ use crate::index::ItemSlot;
 const SHARD_BITS: u32 = 8;
 const SHARDS: usize = 1 << SHARD_BITS;
 const INITIAL_BUCKETS: usize = 16;
+/// Hash bits a bucket keeps below its slot pointer: slots are 8-byte aligned.
+const TAG_MASK: usize = 0b111;
+
+fn tag_of(hash: u64) -> usize {
+    // Bits neither the shard (the top 8) nor a bucket index (the bottom ones) uses.
+    (hash >> 40) as usize & TAG_MASK
+}
 
 pub(crate) struct PointIndex {
     shards: Box<[Shard]>,
@@ -38,20 +49,47 @@ struct Shard {
     slots: Mutex<usize>,
 }
 
-/// A power-of-two number of buckets, at most half of them set. A set bucket holds a slot the
-/// index owns one reference to (`ItemSlot::into_raw`); a table that is replaced hands its
-/// references on to its successor, so dropping a table releases nothing.
+/// A power-of-two number of buckets, at most half of them set. A set bucket holds, with its
+/// key's hash tag in the low bits, a slot the index owns one reference to
+/// (`ItemSlot::into_raw`); a table that is replaced hands its references on to its
+/// successor, so dropping a table releases nothing. A set bucket is never written again.
 struct Table {
-    buckets: Box<[AtomicPtr<c_void>]>,
+    buckets: Box<[AtomicUsize]>,
+}
+
+/// A slot a bucket holds, viewed without taking a reference: the index keeps every slot alive
+/// while it lives, and the view lasts no longer than the table it was read from.
+pub(crate) struct SlotView<'a> {
+    slot: ManuallyDrop<ItemSlot>,
+    _table: PhantomData<&'a Table>,
+}
+
+impl SlotView<'_> {
+    /// # Safety
+    /// `bucket` is a set bucket's value, read from a table that outlives the view.
+    unsafe fn new<'a>(bucket: usize) -> SlotView<'a> {
+        // SAFETY: the bucket holds `into_raw` of a live slot, tagged in its alignment bits.
+        let slot = unsafe { ItemSlot::from_raw((bucket & !TAG_MASK) as *const c_void) };
+        SlotView {
+            slot: ManuallyDrop::new(slot),
+            _table: PhantomData,
+        }
+    }
+}
+
+impl std::ops::Deref for SlotView<'_> {
+    type Target = ItemSlot;
+
+    fn deref(&self) -> &ItemSlot {
+        &self.slot
+    }
 }
 
 impl Table {
     fn with_buckets(count: usize) -> Table {
         assert!(count.is_power_of_two());
         Table {
-            buckets: (0..count)
-                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-                .collect(),
+            buckets: (0..count).map(|_| AtomicUsize::new(0)).collect(),
         }
     }
 
@@ -60,32 +98,35 @@ impl Table {
     }
 
     /// The slot of `index_key`, or the empty bucket where it would go.
-    fn probe(&self, hash: u64, index_key: &[u8]) -> Result<&ItemSlot, &AtomicPtr<c_void>> {
-        let mut bucket = hash as usize & self.mask();
+    fn probe(&self, hash: u64, index_key: &[u8]) -> Result<SlotView<'_>, &AtomicUsize> {
+        let tag = tag_of(hash);
+        let mut index = hash as usize & self.mask();
         // At most half the buckets are set, so an empty one ends every probe.
         for _ in 0..self.buckets.len() {
-            let entry = &self.buckets[bucket];
-            let Some(slot) = slot_in(entry) else {
-                return Err(entry);
-            };
-            if slot.index_key() == index_key {
-                return Ok(slot);
+            let bucket = &self.buckets[index];
+            let value = bucket.load(Ordering::Acquire);
+            if value == 0 {
+                return Err(bucket);
             }
-            bucket = (bucket + 1) & self.mask();
+            if value & TAG_MASK == tag {
+                // SAFETY: a set bucket of this table.
+                let slot = unsafe { SlotView::new(value) };
+                if slot.index_key() == index_key {
+                    return Ok(slot);
+                }
+            }
+            index = (index + 1) & self.mask();
         }
         unreachable!("a point-index table is never full");
     }
-}
 
-/// The slot a bucket holds, viewed in place.
-fn slot_in(bucket: &AtomicPtr<c_void>) -> Option<&ItemSlot> {
-    if bucket.load(Ordering::Acquire).is_null() {
-        return None;
+    fn slots(&self) -> impl Iterator<Item = SlotView<'_>> {
+        self.buckets.iter().filter_map(|bucket| {
+            let value = bucket.load(Ordering::Acquire);
+            // SAFETY: a set bucket of this table.
+            (value != 0).then(|| unsafe { SlotView::new(value) })
+        })
     }
-    // SAFETY: a set bucket holds `ItemSlot::into_raw` of a slot the index keeps alive, and is
-    // never written again; `ItemSlot` is a transparent wrapper of that same pointer, so the
-    // bucket's bytes are a valid `ItemSlot`, borrowed for as long as the bucket.
-    Some(unsafe { &*std::ptr::from_ref(bucket).cast::<ItemSlot>() })
 }
 
 impl PointIndex {
@@ -108,7 +149,7 @@ impl PointIndex {
     }
 
     /// The slot of `index_key`, borrowed for as long as `guard`.
-    pub(crate) fn get<'g>(&self, index_key: &[u8], guard: &'g Guard) -> Option<&'g ItemSlot> {
+    pub(crate) fn get<'g>(&self, index_key: &[u8], guard: &'g Guard) -> Option<SlotView<'g>> {
         let (shard, hash) = self.shard_and_hash(index_key);
         // SAFETY: a shard's table is never null, and a replaced one is freed only through the
         // epoch, after every guard that could have loaded it.
@@ -124,7 +165,7 @@ impl PointIndex {
         // SAFETY: as in `get`; under the shard's lock the table cannot change.
         let mut table = unsafe { shard.table.load(Ordering::Acquire, &guard).deref() };
         if let Ok(existing) = table.probe(hash, slot.index_key()) {
-            return Err(existing.clone());
+            return Err(ItemSlot::clone(&existing));
         }
         if (*slots + 1) * 2 > table.buckets.len() {
             table = self.grow(shard, table, &guard);
@@ -132,7 +173,9 @@ impl PointIndex {
         let Err(bucket) = table.probe(hash, slot.index_key()) else {
             unreachable!("the key is not in the shard (checked under its lock)");
         };
-        bucket.store(slot.into_raw().cast_mut(), Ordering::Release);
+        let pointer = slot.into_raw() as usize;
+        assert_eq!(pointer & TAG_MASK, 0, "a slot is 8-byte aligned");
+        bucket.store(pointer | tag_of(hash), Ordering::Release);
         *slots += 1;
         Ok(())
     }
@@ -142,13 +185,18 @@ impl PointIndex {
     fn grow<'g>(&self, shard: &Shard, table: &Table, guard: &'g Guard) -> &'g Table {
         let larger = Table::with_buckets(table.buckets.len() * 2);
         for bucket in table.buckets.iter() {
-            if let Some(slot) = slot_in(bucket) {
-                let hash = self.hasher.hash_one(slot.index_key());
-                let Err(empty) = larger.probe(hash, slot.index_key()) else {
-                    unreachable!("the keys of a table are distinct");
-                };
-                empty.store(bucket.load(Ordering::Relaxed), Ordering::Relaxed);
+            let value = bucket.load(Ordering::Relaxed);
+            if value == 0 {
+                continue;
             }
+            // SAFETY: a set bucket of the current table.
+            let slot = unsafe { SlotView::new(value) };
+            let hash = self.hasher.hash_one(slot.index_key());
+            let Err(empty) = larger.probe(hash, slot.index_key()) else {
+                unreachable!("the keys of a table are distinct");
+            };
+            // The same slot, the same tag: its hash is the same.
+            empty.store(value, Ordering::Relaxed);
         }
         let previous = shard
             .table
@@ -161,11 +209,11 @@ impl PointIndex {
     }
 
     /// Every slot, in no order, borrowed for as long as `guard`.
-    pub(crate) fn slots<'g>(&'g self, guard: &'g Guard) -> impl Iterator<Item = &'g ItemSlot> {
+    pub(crate) fn slots<'g>(&'g self, guard: &'g Guard) -> impl Iterator<Item = SlotView<'g>> {
         self.shards.iter().flat_map(move |shard| {
             // SAFETY: as in `get`.
             let table = unsafe { shard.table.load(Ordering::Acquire, guard).deref() };
-            table.buckets.iter().filter_map(slot_in)
+            table.slots()
         })
     }
 }
@@ -181,9 +229,10 @@ impl Drop for PointIndex {
             // SAFETY: as above; the table's buckets own one reference to each slot.
             let table = unsafe { table.into_owned() };
             for bucket in table.buckets.iter() {
-                let pointer = bucket.load(Ordering::Relaxed);
-                if !pointer.is_null() {
-                    drop(unsafe { ItemSlot::from_raw(pointer) });
+                let value = bucket.load(Ordering::Relaxed);
+                if value != 0 {
+                    // SAFETY: the table's own reference, taken back once.
+                    drop(unsafe { ItemSlot::from_raw((value & !TAG_MASK) as *const c_void) });
                 }
             }
         }
@@ -212,7 +261,7 @@ mod tests {
             assert_eq!(index.get(&key(n), &guard).unwrap().index_key(), &key(n)[..]);
         }
         assert!(index.get(&key(20_000), &guard).is_none());
-        let first = index.get(&key(7), &guard).unwrap().clone();
+        let first = ItemSlot::clone(&index.get(&key(7), &guard).unwrap());
         let refused = index.insert(ItemSlot::new(&key(7))).unwrap_err();
         assert!(refused.same_slot(&first), "the first slot of a key stays");
         assert_eq!(index.slots(&guard).count(), 20_000);
