@@ -14,21 +14,10 @@ use crate::store::StoreShared;
 impl StoreShared {
     /// Records the expiry of up to `max_items` items past their TTL. Returns how many it
     /// recorded. An item written meanwhile is left alone (its write reset the TTL). Walks
-    /// every item until it has recorded `max_items`: its cost grows with the store.
+    /// every item until it has recorded `max_items` (once any item can expire): its cost grows
+    /// with the store.
     pub fn sweep_expired(&self, max_items: usize) -> Result<usize> {
-        self.check_open()?;
-        let guard = crossbeam_epoch::pin();
-        let now = self.now();
-        let mut recorded = 0;
-        for slot in self.index.range_from(&[], &[], &guard) {
-            if recorded >= max_items {
-                break;
-            }
-            if self.record_expiry_if_due(slot, now, &guard)? {
-                recorded += 1;
-            }
-        }
-        Ok(recorded)
+        self.sweep_expired_step(&mut Vec::new(), usize::MAX, max_items)
     }
 
     /// The background compactor's sweep, a bounded step at a time: at most `max_items` items
@@ -42,10 +31,10 @@ impl StoreShared {
         max_items: usize,
         max_recorded: usize,
     ) -> Result<usize> {
+        self.check_open()?;
         if !self.index.may_hold_expiring_items() {
             return Ok(0);
         }
-        self.check_open()?;
         let guard = crossbeam_epoch::pin();
         let now = self.now();
         let (mut visited, mut recorded) = (0, 0);
