@@ -105,7 +105,8 @@ pub(crate) struct LogShared {
     reservation: AtomicU128,
     /// Which versions are complete (`completion.rs`).
     completion: CompletionTracker,
-    /// Readers see versions ≤ this: complete in `buffered` mode, durable in `sync` mode.
+    /// Readers see versions ≤ this in `sync` mode: durable. (`buffered` mode reads the
+    /// completed word instead: see `visible_version`.)
     visible: AtomicU64,
     segments: SegmentTable,
     segment_creation: Mutex<()>,
@@ -283,7 +284,7 @@ impl Log {
 
     /// The newest version readers may see.
     pub fn visible_version(&self) -> Version {
-        self.shared.visible.load(Ordering::Acquire)
+        self.shared.visible_version()
     }
 
     /// The payload of the record at `location`, borrowed from the map for as long as `guard`.
@@ -445,7 +446,7 @@ impl Log {
         shared.watchers.fetch_add(1, Ordering::AcqRel);
         let mut lock = shared.watch_lock.lock();
         loop {
-            let visible = shared.visible.load(Ordering::Acquire);
+            let visible = shared.visible_version();
             let now = std::time::Instant::now();
             if visible > version || now >= deadline || shared.closed.load(Ordering::Acquire) {
                 drop(lock);
@@ -466,7 +467,7 @@ impl Log {
         visit: &mut dyn FnMut(Version, u64, &[u8]) -> Result<bool>,
     ) -> Result<()> {
         let shared = &self.shared;
-        let visible = shared.visible.load(Ordering::Acquire);
+        let visible = shared.visible_version();
         let guard = crossbeam_epoch::pin();
         let mut position = from;
         loop {
@@ -910,11 +911,20 @@ impl LogShared {
         self.publish_completed(advanced_to);
     }
 
-    /// In `buffered` mode a complete prefix is visible at once.
+    /// In `buffered` mode a complete prefix is visible at once: the visible version is the
+    /// completed word itself (`visible_version`), so there is only watchers to wake.
     fn publish_completed(&self, advanced_to: Option<Version>) {
-        if let (Some(version), Durability::Buffered) = (advanced_to, self.durability) {
-            self.visible.fetch_max(version, Ordering::AcqRel);
+        if let (Some(_), Durability::Buffered) = (advanced_to, self.durability) {
             self.notify_watchers();
+        }
+    }
+
+    /// The newest version readers may see: the completed prefix in `buffered` mode (one
+    /// shared word fewer for every append to write), the durable one in `sync` mode.
+    fn visible_version(&self) -> Version {
+        match self.durability {
+            Durability::Buffered => self.completion.load().0,
+            Durability::Sync => self.visible.load(Ordering::Acquire),
         }
     }
 
@@ -938,12 +948,6 @@ impl LogShared {
         if self.completion.load().0 < version {
             let poisoned = self.flush.lock().poisoned.clone();
             return Err(poisoned.unwrap_or(Error::Closed));
-        }
-        // Usually whoever advanced the completed word has published it already; a read then
-        // leaves the shared line alone.
-        if self.visible.load(Ordering::Acquire) < version {
-            self.visible.fetch_max(version, Ordering::AcqRel);
-            self.notify_watchers();
         }
         Ok(())
     }
