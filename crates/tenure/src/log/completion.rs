@@ -2,9 +2,11 @@
 //! `completed` word advances over a contiguous prefix only, so a reader (or an acknowledgement)
 //! that sees version v complete knows every version before it is complete too.
 //!
-//! Each appender writes its record's end offset, then its version, into the slot
-//! `version % slot_count`; whoever finds the slot after the completed prefix filled advances
-//! the word with one compare-and-swap of `(version, end offset)`. A slot is reused only by a
+//! An appender whose predecessor is already complete moves the word from
+//! `(version − 1, its start offset)` to `(version, end offset)` with one compare-and-swap and
+//! touches nothing else. Otherwise it writes its record's end offset, then its version, into
+//! the slot `version % slot_count`; whoever finds the slot after the completed prefix filled
+//! advances the word with one compare-and-swap of `(version, end offset)`. A slot is reused only by a
 //! version `slot_count` later, which `reserve` hands out only once this one completed — so the
 //! exchange that would take a reused slot's pair always fails.
 
@@ -53,9 +55,34 @@ impl CompletionTracker {
         &self.slots[(version % self.slot_count()) as usize]
     }
 
-    /// Marks `version` complete and advances the prefix as far as it can. Returns the newest
-    /// version this call advanced the prefix to, if it moved it.
-    pub(crate) fn complete(&self, version: Version, end_offset: u64) -> Option<Version> {
+    /// Marks `version` (whose record starts at `start_offset`) complete and advances the
+    /// prefix as far as it can. Returns the newest version this call advanced the prefix to,
+    /// if it moved it.
+    ///
+    /// When the version before is already complete and ended where this record starts (no
+    /// segment change between them), one compare-and-swap moves the prefix straight here and
+    /// the ring slot is left alone: one shared cache line fewer per record. Otherwise the
+    /// record waits in its slot for whoever completes its predecessor.
+    pub(crate) fn complete(
+        &self,
+        version: Version,
+        start_offset: u64,
+        end_offset: u64,
+    ) -> Option<Version> {
+        let predecessor = pack(version - 1, start_offset);
+        if self
+            .completed
+            .compare_exchange(
+                predecessor,
+                pack(version, end_offset),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+        {
+            // A successor that found this version incomplete waits in its slot.
+            return self.advance().or(Some(version));
+        }
         let slot = self.slot(version);
         slot.end_offset.store(end_offset, Ordering::Relaxed);
         slot.version.store(version, Ordering::Release);
@@ -115,6 +142,18 @@ mod shuttle_tests {
         version * 100 + 7
     }
 
+    /// Where a record starts: where the one before ended, except after every third version
+    /// (a segment change), so both ways of completing are exercised.
+    fn start_of(version: u64) -> u64 {
+        if version % 3 == 0 {
+            end_of(version - 1) + 50
+        } else if version == 1 {
+            0
+        } else {
+            end_of(version - 1)
+        }
+    }
+
     fn scenario(slot_count: u64) {
         let tracker = Arc::new(CompletionTracker::new(slot_count, 0, 0));
         // Stands in for the reservation word: versions in order, never more than the ring holds.
@@ -146,7 +185,7 @@ mod shuttle_tests {
                         }
                     };
                     written[version as usize].store(true, Ordering::Release);
-                    tracker.complete(version, end_of(version));
+                    tracker.complete(version, start_of(version), end_of(version));
                     // An acknowledgement waits for the prefix to reach its version.
                     while tracker.load().0 < version {
                         tracker.advance();
