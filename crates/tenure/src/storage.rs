@@ -54,10 +54,26 @@ pub trait StorageFile: Send + Sync {
     fn map(&self, length: usize) -> io::Result<Mapping>;
 }
 
+/// The system's page size (4 KiB on x86-64; 16 or 64 KiB on some ARM systems).
+fn page_bytes() -> usize {
+    static PAGE_BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE_BYTES.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let reported = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(reported)
+            .ok()
+            .filter(|bytes| bytes.is_power_of_two())
+            .unwrap_or(4096)
+    })
+}
+
 /// A writable mapping of a file. The bytes stay valid while the mapping lives.
 pub struct Mapping {
     pointer: *mut u8,
     length: usize,
+    /// A shared mapping of a real file, whose page table entries may be dropped at any time
+    /// without losing a byte (`release_page_table_entries`). Not so for plain memory.
+    shared_file: bool,
     _owner: Box<dyn Any + Send + Sync>,
 }
 
@@ -77,7 +93,53 @@ impl Mapping {
         Mapping {
             pointer,
             length,
+            shared_file: false,
             _owner: owner,
+        }
+    }
+
+    /// # Safety
+    /// As for [`Mapping::new`], and `pointer..pointer+length` must be a `MAP_SHARED` mapping
+    /// of a file.
+    pub unsafe fn of_shared_file(
+        pointer: *mut u8,
+        length: usize,
+        owner: Box<dyn Any + Send + Sync>,
+    ) -> Mapping {
+        Mapping {
+            shared_file: true,
+            // SAFETY: the caller's promise.
+            ..unsafe { Mapping::new(pointer, length, owner) }
+        }
+    }
+
+    /// Drops this process's page table entries for the whole pages of
+    /// `offset..offset + length` of a shared file mapping (plain memory is left alone). The
+    /// pages stay in the page cache, dirty if they were, and a later access maps them again.
+    ///
+    /// Why: write-back cleans a page by write-protecting every entry that maps it, one TLB
+    /// shootdown (an interrupt to every CPU running the process) per page. Dropping a written
+    /// range's entries first costs one shootdown for the range. Measured on buffered 200 B
+    /// appends from 2 threads with the 200 ms background flush: the flusher spent most of its
+    /// CPU waiting on those interrupts, and appends ran 2.4–2.8 M/s against 3.3–3.7 M/s with no
+    /// flush at all.
+    /// The range is `from..to` in bytes from the mapping's start, taken in whole pages from
+    /// the page holding `from` to the last page that ends by `to`.
+    pub fn release_page_table_entries(&self, from: usize, to: usize) {
+        assert!(from <= to && to <= self.length);
+        let page_bytes = page_bytes();
+        let (first, end) = (from / page_bytes * page_bytes, to / page_bytes * page_bytes);
+        if !self.shared_file || end <= first {
+            return;
+        }
+        // SAFETY: a page-aligned range inside a shared file mapping this value owns;
+        // MADV_DONTNEED on a shared file mapping keeps the data (dirty bits move to the pages).
+        unsafe {
+            libc::madvise(
+                self.pointer.add(first).cast(),
+                end - first,
+                libc::MADV_DONTNEED,
+            );
         }
     }
 
@@ -267,7 +329,64 @@ impl StorageFile for RealFile {
                 .map_mut(&self.file)?
         };
         let pointer = map.as_mut_ptr();
-        // SAFETY: the MmapMut is moved into the owner box; its pages do not move.
-        Ok(unsafe { Mapping::new(pointer, length, Box::new(map)) })
+        // SAFETY: the MmapMut (a shared mapping of the file) is moved into the owner box; its
+        // pages do not move.
+        Ok(unsafe { Mapping::of_shared_file(pointer, length, Box::new(map)) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dropping the page table entries of a written range keeps every byte: in the mapping
+    /// (mapped again on access), through a new mapping, and on disk after a sync.
+    #[test]
+    fn released_page_table_entries_keep_the_written_bytes() {
+        let directory = tenure_testkit::TempDir::new("pages");
+        let storage = FileStorage::new(directory.path());
+        storage.create_directory().unwrap();
+        let file = storage.open("pages", true).unwrap();
+        let length = 16 * 4096;
+        file.allocate(0, length as u64).unwrap();
+        let mapping = file.map(length).unwrap();
+        let pattern = |index: usize| (index * 7 % 251) as u8;
+        // SAFETY: the whole mapping is this test's.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(mapping.pointer(), length) };
+        for (index, byte) in bytes.iter_mut().enumerate() {
+            *byte = pattern(index);
+        }
+        // Not page-aligned at either end: whole pages inside are released.
+        mapping.release_page_table_entries(100, length - 100);
+        assert!(bytes
+            .iter()
+            .enumerate()
+            .all(|(index, byte)| *byte == pattern(index)));
+        file.sync_data().unwrap();
+        let again = file.map(length).unwrap();
+        // SAFETY: read only, within the mapping.
+        let reread = unsafe { std::slice::from_raw_parts(again.pointer(), length) };
+        assert!(reread
+            .iter()
+            .enumerate()
+            .all(|(index, byte)| *byte == pattern(index)));
+        drop((mapping, again));
+        let on_disk = std::fs::read(directory.path().join("pages")).unwrap();
+        assert_eq!(on_disk.len(), length);
+        assert!(on_disk
+            .iter()
+            .enumerate()
+            .all(|(index, byte)| *byte == pattern(index)));
+    }
+
+    /// Plain memory (the simulated disk's) is never released: MADV_DONTNEED would zero it.
+    #[test]
+    fn plain_memory_mappings_are_left_alone() {
+        let mut buffer = vec![9u8; 8 * 4096];
+        // SAFETY: the buffer outlives the mapping and does not move.
+        let mapping = unsafe { Mapping::new(buffer.as_mut_ptr(), buffer.len(), Box::new(())) };
+        mapping.release_page_table_entries(0, buffer.len());
+        drop(mapping);
+        assert!(buffer.iter().all(|byte| *byte == 9));
     }
 }

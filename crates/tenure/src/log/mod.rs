@@ -976,6 +976,15 @@ impl LogShared {
         let last_slot = (to - 1) / self.slot_size;
         while slot <= last_slot {
             let segment = self.segment_of(slot * self.slot_size, &guard)?;
+            if self.durability == Durability::Buffered {
+                // Appends wrote these pages through the map (`sync` stores write with pwrite).
+                let segment_start = segment.first_slot * self.slot_size;
+                let local_from = from.saturating_sub(segment_start).min(segment.length());
+                let local_to = (to - segment_start).min(segment.length());
+                segment
+                    .mapping
+                    .release_page_table_entries(local_from as usize, local_to as usize);
+            }
             segment.file.sync_data().map_err(|error| {
                 Error::io(self.storage.path().join(&segment.name), "fdatasync", error)
             })?;
