@@ -22,7 +22,8 @@ use crate::codec::{self, ItemWrite};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::{
-    coordination_box, index_key, ItemSlot, ValueLocation, VersionNode, COMMITTED, PENDING,
+    coordination_box, index_key, ItemSlot, NewVersion, ValueLocation, VersionNode, COMMITTED,
+    PENDING,
 };
 use crate::log::record::HEADER_BYTES;
 use crate::options::WriteOptions;
@@ -472,10 +473,10 @@ impl<'store> Batch<'store> {
                     let write = &writes[write_at];
                     let offset = value_offsets[write_at];
                     write_at += 1;
-                    VersionNode {
+                    VersionNode::new(NewVersion {
                         version,
                         etag_version: version,
-                        status: PENDING.into(),
+                        status: PENDING,
                         value: write.value.map(|value| {
                             ValueLocation::new(record_start + offset as u64, value.len() as u32)
                         }),
@@ -483,22 +484,20 @@ impl<'store> Batch<'store> {
                         expires_at: write.expires_at,
                         properties: properties_box(write.content_type, write.metadata.to_vec()),
                         coordination: coordination_box(entry.coordination.clone()),
-                        older: crossbeam_epoch::Atomic::null(),
-                    }
+                    })
                 }
-                None => VersionNode {
+                None => VersionNode::new(NewVersion {
                     version,
                     etag_version: version,
-                    status: PENDING.into(),
+                    status: PENDING,
                     value: None,
                     last_modified: now,
                     expires_at: None,
                     properties: None,
                     coordination: None,
-                    older: crossbeam_epoch::Atomic::null(),
-                },
+                }),
             };
-            store.index.note_expiry(node.expires_at);
+            store.index.note_expiry(node.expires_at());
             match entry.slot.install(entry.head, Owned::new(node), &guard) {
                 Ok(shared) => installed.push((entry, shared, entry.final_write.is_some())),
                 Err(_) => {

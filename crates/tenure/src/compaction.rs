@@ -16,7 +16,8 @@ use crate::codec::{self, Coordination, DecodedRecord, ItemWrite};
 use crate::error::Result;
 use crate::etag::Version;
 use crate::index::{
-    coordination_box, index_key, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED,
+    coordination_box, index_key, ItemSlot, NewVersion, Properties, ValueLocation, VersionNode,
+    COMMITTED,
 };
 use crate::log::record::HEADER_BYTES;
 use crate::store::{properties_box, StoreShared};
@@ -296,13 +297,13 @@ impl StoreShared {
         };
         let depends = current.version == record_version
             || current
-                .value
+                .value()
                 .is_some_and(|value| segment.contains(&value.offset()));
         let locked = crate::rules::lock::live_lock(current.lock(), now).is_some();
         if !depends || !(current.is_live_at(now) || locked) {
             return Ok(None);
         }
-        let value = match current.value {
+        let value = match current.value() {
             Some(location) => Some(self.value_bytes(location, guard)?.to_vec()),
             None => None,
         };
@@ -320,7 +321,7 @@ impl StoreShared {
             key,
             value,
             last_modified: current.last_modified,
-            expires_at: current.expires_at,
+            expires_at: current.expires_at(),
             properties: current.properties.as_deref().cloned().unwrap_or_default(),
             coordination: current.coordination.as_deref().cloned().unwrap_or_default(),
         }))
@@ -367,10 +368,10 @@ impl StoreShared {
             }
             // SAFETY: nodes reachable from a slot are freed only through the epoch.
             let current = unsafe { head.deref() };
-            let copy = Owned::new(VersionNode {
+            let copy = Owned::new(VersionNode::new(NewVersion {
                 version: relocation.version,
                 etag_version: relocation.etag_version,
-                status: COMMITTED.into(),
+                status: COMMITTED,
                 value: relocation.value.as_ref().map(|value| {
                     ValueLocation::new(record_start + value_offset as u64, value.len() as u32)
                 }),
@@ -381,8 +382,7 @@ impl StoreShared {
                     relocation.properties.metadata,
                 ),
                 coordination: coordination_box(relocation.coordination),
-                older: crossbeam_epoch::Atomic::null(),
-            });
+            }));
             let older = current.older.load(Ordering::Acquire, &guard);
             copy.older.store(older, Ordering::Relaxed);
             if relocation

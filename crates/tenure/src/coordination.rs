@@ -18,7 +18,7 @@ use crate::clock::Timestamp;
 use crate::codec::{self, Coordination};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
-use crate::index::{coordination_box, index_key, VersionNode, COMMITTED};
+use crate::index::{coordination_box, index_key, NewVersion, VersionNode, COMMITTED};
 use crate::options::{Item, WriteOptions};
 use crate::rules::lease::{
     self, LeaseAction, LeaseContext, LeaseDuration, LeaseId, LeaseInfo, LeaseOutcome, LeaseRecord,
@@ -212,7 +212,7 @@ impl StoreShared {
             };
             let expires_at = match decision.expires_at {
                 Some(expires_at) => expires_at,
-                None => current.and_then(|node| node.expires_at),
+                None => current.and_then(|node| node.expires_at()),
             };
             codec::with_record_scratch(|scratch| {
                 codec::encode_item_coordination(
@@ -228,17 +228,16 @@ impl StoreShared {
                 reservation.write_payload(scratch)
             })?;
             self.index.note_expiry(expires_at);
-            let node = Owned::new(VersionNode {
+            let node = Owned::new(VersionNode::new(NewVersion {
                 version,
                 etag_version,
-                status: COMMITTED.into(),
-                value: current.and_then(|node| node.value),
+                status: COMMITTED,
+                value: current.and_then(|node| node.value()),
                 last_modified: current.map_or(0, |node| node.last_modified),
                 expires_at,
                 properties: current.and_then(|node| node.properties.clone()),
                 coordination: coordination_box(decision.coordination),
-                older: crossbeam_epoch::Atomic::null(),
-            });
+            }));
             match slot.install(head, node, &guard) {
                 Ok(installed) => {
                     reservation.commit()?;

@@ -8,7 +8,7 @@ use crossbeam_epoch::{Guard, Owned};
 use crate::clock::Timestamp;
 use crate::codec::{self, ItemWrite};
 use crate::error::Result;
-use crate::index::{ItemSlot, VersionNode, COMMITTED};
+use crate::index::{ItemSlot, NewVersion, VersionNode, COMMITTED};
 use crate::store::StoreShared;
 
 impl StoreShared {
@@ -60,7 +60,7 @@ impl StoreShared {
         let Some(node) = (unsafe { head.as_ref() }) else {
             return Ok(false);
         };
-        let expired = node.value.is_some() && !node.is_live_at(now);
+        let expired = node.value().is_some() && !node.is_live_at(now);
         if !expired || node.version > self.version() {
             return Ok(false);
         }
@@ -95,17 +95,16 @@ impl StoreShared {
         let mut reservation = self.log.reserve(payload.len())?;
         reservation.write_payload(&payload)?;
         let version = reservation.version();
-        let tombstone = Owned::new(VersionNode {
+        let tombstone = Owned::new(VersionNode::new(NewVersion {
             version,
             etag_version: version,
-            status: COMMITTED.into(),
+            status: COMMITTED,
             value: None,
             last_modified: node.last_modified,
             expires_at: None,
             properties: None,
             coordination: None,
-            older: crossbeam_epoch::Atomic::null(),
-        });
+        }));
         match slot.install(head, tombstone, guard) {
             Ok(installed) => {
                 reservation.commit()?;

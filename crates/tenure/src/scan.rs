@@ -58,7 +58,7 @@ impl Snapshot<'_> {
             else {
                 continue;
             };
-            let value = match node.value {
+            let value = match node.value() {
                 Some(location) => store.value_bytes(location, &guard)?,
                 None => &[],
             };

@@ -16,7 +16,8 @@ use crate::codec::{self, DecodedRecord};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::{
-    coordination_box, index_key, Index, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED,
+    coordination_box, index_key, Index, ItemSlot, NewVersion, Properties, ValueLocation,
+    VersionNode, COMMITTED,
 };
 use crate::log::{record::HEADER_BYTES, Log, LogOptions};
 use crate::options::{
@@ -434,7 +435,7 @@ impl StoreShared {
             )
             .map_err(|error| crate::rules::with_current_etag(error, Some(facts.etag)))?;
             conditions::check_read(&options.conditions, Some(&facts))?;
-            Ok((self.item_from(key, node, with_value, &guard)?, node.value))
+            Ok((self.item_from(key, node, with_value, &guard)?, node.value()))
         })
     }
 
@@ -473,7 +474,7 @@ impl StoreShared {
         with_value: bool,
         guard: &Guard,
     ) -> Result<Item> {
-        let value = match (with_value, node.value) {
+        let value = match (with_value, node.value()) {
             (true, Some(location)) => Some(self.value_bytes(location, guard)?.to_vec()),
             _ => None,
         };
@@ -488,7 +489,7 @@ impl StoreShared {
             metadata: properties
                 .map(|properties| properties.metadata.clone())
                 .unwrap_or_default(),
-            expires_at: node.expires_at,
+            expires_at: node.expires_at(),
         })
     }
 
@@ -842,10 +843,10 @@ fn replay_item(
         index,
         &slot,
         head,
-        VersionNode {
+        VersionNode::new(NewVersion {
             version,
             etag_version,
-            status: COMMITTED.into(),
+            status: COMMITTED,
             value: item.write.value.map(|value| {
                 ValueLocation::new(
                     location + HEADER_BYTES as u64 + item.value_offset as u64,
@@ -859,8 +860,7 @@ fn replay_item(
                 item.coordination.clone(),
                 now,
             )),
-            older: crossbeam_epoch::Atomic::null(),
-        },
+        }),
         &guard,
     );
 }
@@ -889,29 +889,29 @@ fn replay_coordination(
     // SAFETY: single-threaded replay.
     let current = unsafe { head.as_ref() };
     let node = match current {
-        Some(node) if node.value.is_some() && node.etag_version == etag_version => VersionNode {
-            version,
-            etag_version,
-            status: COMMITTED.into(),
-            value: node.value,
-            last_modified: node.last_modified,
-            expires_at,
-            properties: node.properties.clone(),
-            coordination: coordination_box(coordination),
-            older: crossbeam_epoch::Atomic::null(),
-        },
+        Some(node) if node.value().is_some() && node.etag_version == etag_version => {
+            VersionNode::new(NewVersion {
+                version,
+                etag_version,
+                status: COMMITTED,
+                value: node.value(),
+                last_modified: node.last_modified,
+                expires_at,
+                properties: node.properties.clone(),
+                coordination: coordination_box(coordination),
+            })
+        }
         // A lock on a key with no item (force-locked while absent).
-        _ if etag_version == 0 => VersionNode {
+        _ if etag_version == 0 => VersionNode::new(NewVersion {
             version,
             etag_version: 0,
-            status: COMMITTED.into(),
+            status: COMMITTED,
             value: None,
             last_modified: 0,
             expires_at: None,
             properties: None,
             coordination: coordination_box(coordination),
-            older: crossbeam_epoch::Atomic::null(),
-        },
+        }),
         _ => return,
     };
     install_replayed(index, &slot, head, node, &guard);
@@ -925,7 +925,7 @@ fn install_replayed(
     guard: &Guard,
 ) {
     let version = node.version;
-    index.note_expiry(node.expires_at);
+    index.note_expiry(node.expires_at());
     if slot
         .install(head, crossbeam_epoch::Owned::new(node), guard)
         .is_ok()

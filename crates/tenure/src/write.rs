@@ -11,7 +11,8 @@ use crate::codec::{self, ItemWrite};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::{
-    coordination_box, index_key, ItemSlot, Properties, ValueLocation, VersionNode, COMMITTED,
+    coordination_box, index_key, ItemSlot, NewVersion, Properties, ValueLocation, VersionNode,
+    COMMITTED,
 };
 use crate::log::record::HEADER_BYTES;
 use crate::options::{Item, ReadOptions, WriteOptions};
@@ -327,7 +328,7 @@ impl StoreShared {
                 Change::Properties | Change::Metadata => {
                     let node = current.expect("existence was checked");
                     // Borrowed from the log under `guard`, which outlives this write.
-                    let value = match node.value {
+                    let value = match node.value() {
                         Some(location) => self.value_bytes(location, &guard)?,
                         None => &[],
                     };
@@ -372,10 +373,10 @@ impl StoreShared {
                 Ok::<_, Error>((reservation, value_offset))
             })?;
             let version = reservation.version();
-            let node = Owned::new(VersionNode {
+            let node = Owned::new(VersionNode::new(NewVersion {
                 version,
                 etag_version: version,
-                status: COMMITTED.into(),
+                status: COMMITTED,
                 value: value.map(|value| {
                     ValueLocation::new(
                         reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
@@ -386,8 +387,7 @@ impl StoreShared {
                 expires_at,
                 properties: properties_box(properties.content_type.as_deref(), properties.metadata),
                 coordination: coordination_box(coordination),
-                older: crossbeam_epoch::Atomic::null(),
-            });
+            }));
             self.index.note_expiry(expires_at);
             match slot.install(head, node, &guard) {
                 Ok(installed) => {

@@ -105,7 +105,7 @@ impl StoreShared {
                     container.active_leases += 1;
                 }
                 container.items += 1;
-                if let Some(location) = node.value {
+                if let Some(location) = node.value() {
                     container.value_bytes += u64::from(location.length);
                     value_offsets.push(location.offset());
                 }
