@@ -76,13 +76,10 @@ pub struct NewVersion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValueLocation {
     /// Global log offset of the first byte of the value. Never 0 (the record's header comes
-    /// first), which gives `Option<ValueLocation>` a niche: 16 bytes in every version node,
-    /// not 24.
+    /// first), which lets a version node keep 0 for "no value".
     offset: NonZeroU64,
     pub length: u32,
 }
-
-const _: () = assert!(std::mem::size_of::<Option<ValueLocation>>() == 16);
 
 impl ValueLocation {
     pub fn new(offset: u64, length: u32) -> ValueLocation {

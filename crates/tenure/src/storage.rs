@@ -113,9 +113,10 @@ impl Mapping {
         }
     }
 
-    /// Drops this process's page table entries for the whole pages of
-    /// `offset..offset + length` of a shared file mapping (plain memory is left alone). The
-    /// pages stay in the page cache, dirty if they were, and a later access maps them again.
+    /// Drops this process's page table entries for bytes `from..to` of a shared file mapping
+    /// (plain memory is left alone), in whole pages: from the page holding `from` to the last
+    /// page that ends by `to`. The pages stay in the page cache, dirty if they were, and a
+    /// later access maps them again.
     ///
     /// Why: write-back cleans a page by write-protecting every entry that maps it, one TLB
     /// shootdown (an interrupt to every CPU running the process) per page. Dropping a written
@@ -123,8 +124,6 @@ impl Mapping {
     /// appends from 2 threads with the 200 ms background flush: the flusher spent most of its
     /// CPU waiting on those interrupts, and appends ran 2.4–2.8 M/s against 3.3–3.7 M/s with no
     /// flush at all.
-    /// The range is `from..to` in bytes from the mapping's start, taken in whole pages from
-    /// the page holding `from` to the last page that ends by `to`.
     pub fn release_page_table_entries(&self, from: usize, to: usize) {
         assert!(from <= to && to <= self.length);
         let page_bytes = page_bytes();

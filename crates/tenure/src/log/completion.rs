@@ -6,9 +6,9 @@
 //! `(version − 1, its start offset)` to `(version, end offset)` with one compare-and-swap and
 //! touches nothing else. Otherwise it writes its record's end offset, then its version, into
 //! the slot `version % slot_count`; whoever finds the slot after the completed prefix filled
-//! advances the word with one compare-and-swap of `(version, end offset)`. A slot is reused only by a
-//! version `slot_count` later, which `reserve` hands out only once this one completed — so the
-//! exchange that would take a reused slot's pair always fails.
+//! advances the word with one compare-and-swap of `(version, end offset)`. A slot is reused
+//! only by a version `slot_count` later, which `reserve` hands out only once this one
+//! completed — so the exchange that would take a reused slot's pair always fails.
 
 use super::{pack, unpack};
 use crate::etag::Version;
