@@ -33,6 +33,11 @@ const INITIAL_BUCKETS: usize = 16;
 /// Hash bits a bucket keeps below its slot pointer: slots are 8-byte aligned.
 const TAG_MASK: usize = 0b111;
 
+/// The slot pointer a set bucket holds, its hash tag taken off.
+fn slot_pointer(bucket: usize) -> *const c_void {
+    (bucket & !TAG_MASK) as *const c_void
+}
+
 fn tag_of(hash: u64) -> usize {
     // Bits neither the shard (the top 8) nor a bucket index (the bottom ones) uses.
     (hash >> 40) as usize & TAG_MASK
@@ -69,7 +74,7 @@ impl SlotView<'_> {
     /// `bucket` is a set bucket's value, read from a table that outlives the view.
     unsafe fn new<'a>(bucket: usize) -> SlotView<'a> {
         // SAFETY: the bucket holds `into_raw` of a live slot, tagged in its alignment bits.
-        let slot = unsafe { ItemSlot::from_raw((bucket & !TAG_MASK) as *const c_void) };
+        let slot = unsafe { ItemSlot::from_raw(slot_pointer(bucket)) };
         SlotView {
             slot: ManuallyDrop::new(slot),
             _table: PhantomData,
@@ -232,7 +237,7 @@ impl Drop for PointIndex {
                 let value = bucket.load(Ordering::Relaxed);
                 if value != 0 {
                     // SAFETY: the table's own reference, taken back once.
-                    drop(unsafe { ItemSlot::from_raw((value & !TAG_MASK) as *const c_void) });
+                    drop(unsafe { ItemSlot::from_raw(slot_pointer(value)) });
                 }
             }
         }
