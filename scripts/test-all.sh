@@ -32,7 +32,7 @@ cargo test --workspace --locked
 # failure; once every test passed they are only disk.
 rm -rf "$target_directory/tmp"
 
-step "shuttle: the log's completion protocol under randomized and PCT schedules"
+step "shuttle: the log's completion protocol and the ordered index under randomized and PCT schedules"
 cargo test --locked -p tenure --features shuttle --lib shuttle_
 
 step "fuzz corpora replayed on stable (with the C ABI target)"

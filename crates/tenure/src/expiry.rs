@@ -45,7 +45,7 @@ impl StoreShared {
                 break;
             }
             visited += 1;
-            if self.record_expiry_if_due(slot, now, &guard)? {
+            if self.record_expiry_if_due(&slot, now, &guard)? {
                 recorded += 1;
             }
         }

@@ -2,7 +2,8 @@
 //! newest version; versions chain newest-first and point at their records in the log.
 //!
 //! - Point lookups go through a hash index of slot pointers (`point_index.rs`: lock-free
-//!   reads); listings go through an ordered skip list over the same slots.
+//!   reads); listings go through an ordered index (a B+ tree, `ordered_index.rs`) over the
+//!   same slots.
 //! - A write installs its version with one compare-and-swap on the head, expecting the head it
 //!   checked its conditions against: two writers holding the same ETag can never both win.
 //! - A batch installs `Pending` nodes (in key order, so batches cannot deadlock), then marks
@@ -19,7 +20,8 @@ use crossbeam_utils::Backoff;
 use crate::clock::Timestamp;
 use crate::codec::{Coordination, Metadata};
 use crate::etag::Version;
-use crate::point_index::PointIndex;
+use crate::ordered_index::OrderedIndex;
+use crate::point_index::{PointIndex, SlotView};
 use crate::rules::lease::LeaseRecord;
 use crate::rules::lock::{self, LockRecord};
 
@@ -383,52 +385,18 @@ pub struct Index {
     /// Its `insert` keeps the first slot of a key (the linearizability campaign once caught
     /// two racing first writes each keeping its own slot, with a map that replaced).
     points: PointIndex,
-    /// The skip list's guard-bound API (not `SkipMap`'s): a range walk then takes one epoch pin
-    /// and no reference counts, where `SkipMap` pins and counts at every step (about 260
-    /// instructions per entry under callgrind).
-    ordered: crossbeam_skiplist::base::SkipList<SlotByKey, ()>,
+    /// Holds the same slots in key order, for listings (`ordered_index.rs`).
+    ordered: OrderedIndex,
     /// Whether a version with an expiry was installed since open (replay included). Until
     /// one is, the background sweep has nothing to find and walks nothing.
     expiring_items_written: AtomicBool,
-}
-
-/// A slot as an ordered-index entry: equal and ordered exactly as its index key bytes, so
-/// the skip list is searched with a plain `&[u8]`.
-struct SlotByKey(ItemSlot);
-
-impl PartialEq for SlotByKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.index_key() == other.0.index_key()
-    }
-}
-
-impl Eq for SlotByKey {}
-
-impl PartialOrd for SlotByKey {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for SlotByKey {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.index_key().cmp(other.0.index_key())
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for SlotByKey {
-    fn borrow(&self) -> &[u8] {
-        self.0.index_key()
-    }
 }
 
 impl Index {
     pub fn new() -> Index {
         Index {
             points: PointIndex::new(),
-            ordered: crossbeam_skiplist::base::SkipList::new(
-                crossbeam_epoch::default_collector().clone(),
-            ),
+            ordered: OrderedIndex::new(),
             expiring_items_written: AtomicBool::new(false),
         }
     }
@@ -470,16 +438,14 @@ impl Index {
     }
 
     /// Adds every slot of the point index to the ordered index, in key order. Inserting in
-    /// order keeps the skip list's search path in cache, where keys replayed in log order land
-    /// all over it: at open of 1M keys this is most of the index's build time.
+    /// order keeps the tree's search path in cache, where keys replayed in log order land all
+    /// over it, and leaves its nodes full (see `split_point` in `ordered_index.rs`).
     pub fn finish_replay(&self) {
         let guard = crossbeam_epoch::pin();
         let mut slots: Vec<_> = self.points.slots(&guard).collect();
         slots.sort_unstable_by(|left, right| left.index_key().cmp(right.index_key()));
         for slot in slots {
-            self.ordered
-                .get_or_insert(SlotByKey(ItemSlot::clone(&slot)), (), &guard)
-                .release(&guard);
+            self.ordered.insert(ItemSlot::clone(&slot));
         }
     }
 
@@ -498,27 +464,21 @@ impl Index {
         // The ordered index may briefly lag the point index; listings only ever miss a key
         // whose first write has not committed yet. Only the writer that inserted the slot
         // adds it, so both indexes hold the same slot.
-        let guard = crossbeam_epoch::pin();
-        self.ordered
-            .insert(SlotByKey(slot.clone()), (), &guard)
-            .release(&guard);
+        self.ordered.insert(slot.clone());
         slot
     }
 
     /// Slots with index keys in `[from, …)` that start with `prefix`, in key order. Slots are
-    /// never taken out of the ordered index while it lives, and the guard keeps the walk safe.
+    /// never taken out of the ordered index while it lives; the guard keeps the version nodes
+    /// the caller reads from them.
     pub fn range_from<'g>(
         &'g self,
-        from: &'g [u8],
+        from: &[u8],
         prefix: &'g [u8],
-        guard: &'g Guard,
-    ) -> impl Iterator<Item = &'g ItemSlot> + 'g {
+        _guard: &'g Guard,
+    ) -> impl Iterator<Item = SlotView<'g>> + 'g {
         self.ordered
-            .range::<[u8], _>(
-                (std::ops::Bound::Included(from), std::ops::Bound::Unbounded),
-                guard,
-            )
-            .map(|entry| &entry.key().0)
+            .walk_from(from)
             .take_while(move |slot| slot.index_key().starts_with(prefix))
     }
 }

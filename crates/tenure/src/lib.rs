@@ -17,6 +17,7 @@ mod index;
 mod inspect;
 mod log;
 mod options;
+mod ordered_index;
 mod point_index;
 mod rules;
 mod scan;

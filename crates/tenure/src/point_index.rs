@@ -70,15 +70,23 @@ pub(crate) struct SlotView<'a> {
 }
 
 impl SlotView<'_> {
+    /// A view of the slot `pointer` (`ItemSlot::into_raw`, untagged).
+    ///
+    /// # Safety
+    /// Some index holds that reference for at least `'a`.
+    pub(crate) unsafe fn from_pointer<'a>(pointer: *const c_void) -> SlotView<'a> {
+        SlotView {
+            // SAFETY: the caller's promise; the view never gives the reference back.
+            slot: ManuallyDrop::new(unsafe { ItemSlot::from_raw(pointer) }),
+            _table: PhantomData,
+        }
+    }
+
     /// # Safety
     /// `bucket` is a set bucket's value, read from a table that outlives the view.
     unsafe fn new<'a>(bucket: usize) -> SlotView<'a> {
         // SAFETY: the bucket holds `into_raw` of a live slot, tagged in its alignment bits.
-        let slot = unsafe { ItemSlot::from_raw(slot_pointer(bucket)) };
-        SlotView {
-            slot: ManuallyDrop::new(slot),
-            _table: PhantomData,
-        }
+        unsafe { SlotView::from_pointer(slot_pointer(bucket)) }
     }
 }
 

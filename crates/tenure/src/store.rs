@@ -578,7 +578,7 @@ impl StoreShared {
         let mut looked_ahead = 0;
         for slot in self.index.range_from(&start, &full_prefix, &guard) {
             let Some(node) = self
-                .resolve(slot, version, repeatable, &guard)
+                .resolve(&slot, version, repeatable, &guard)
                 .filter(|node| node.is_live_at(now))
             else {
                 if items.len() == page_size {

@@ -89,7 +89,7 @@ impl StoreShared {
                         .older
                         .load(std::sync::atomic::Ordering::Acquire, &guard);
                 }
-                let Some(node) = self.resolve(slot, version, false, &guard) else {
+                let Some(node) = self.resolve(&slot, version, false, &guard) else {
                     continue;
                 };
                 if node.lock().is_some_and(|lock| lock.is_live(now)) {
