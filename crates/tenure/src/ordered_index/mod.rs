@@ -35,6 +35,11 @@ const CAPACITY: usize = 32;
 #[cfg(feature = "shuttle")]
 const CAPACITY: usize = 3;
 
+/// How far ahead of the entry it yields a walk starts loading a slot, and a slot's newest
+/// version node (whose slot it started loading earlier).
+const PREFETCH_SLOT_AHEAD: usize = 4;
+const PREFETCH_NODE_AHEAD: usize = 2;
+
 /// A node's version word while a writer holds it.
 const LOCKED: u64 = 1;
 
@@ -650,6 +655,9 @@ impl Walk<'_> {
         let next_leaf = leaf.next.load(Ordering::Acquire);
         leaf.header.validate(version)?;
         (self.length, self.position, self.next_leaf) = (count - start, 0, next_leaf);
+        for &slot in &self.entries[..self.length.min(PREFETCH_SLOT_AHEAD)] {
+            crate::index::prefetch(slot as usize as *const u8);
+        }
         Ok(())
     }
 }
@@ -673,6 +681,15 @@ impl<'a> Iterator for Walk<'a> {
             if copied.is_err() {
                 spin_once(&backoff);
             }
+        }
+        // Walks read each slot, then its version node: starting those loads a few entries
+        // ahead lets their cache misses overlap.
+        if let Some(&ahead) = self.entries[..self.length].get(self.position + PREFETCH_NODE_AHEAD) {
+            // SAFETY: as below.
+            unsafe { SlotView::from_pointer(ahead as usize as *const c_void) }.prefetch_head_node();
+        }
+        if let Some(&ahead) = self.entries[..self.length].get(self.position + PREFETCH_SLOT_AHEAD) {
+            crate::index::prefetch(ahead as usize as *const u8);
         }
         let pointer = self.entries[self.position];
         self.position += 1;
@@ -714,247 +731,7 @@ impl Drop for OrderedIndex {
 }
 
 #[cfg(all(test, not(feature = "shuttle")))]
-mod tests {
-    use std::collections::BTreeSet;
-    use std::sync::atomic::{AtomicI64, Ordering};
-
-    use proptest::prelude::*;
-
-    use super::OrderedIndex;
-    use crate::index::ItemSlot;
-
-    fn keys_from(index: &OrderedIndex, from: &[u8]) -> Vec<Vec<u8>> {
-        index
-            .walk_from(from)
-            .map(|slot| slot.index_key().to_vec())
-            .collect()
-    }
-
-    /// Inserts `keys` (distinct) and checks every walk against a `BTreeSet`.
-    fn check_against_a_btree_set(keys: &[Vec<u8>], starts: &[Vec<u8>]) {
-        let index = OrderedIndex::new();
-        let mut expected = BTreeSet::new();
-        for key in keys {
-            if expected.insert(key.clone()) {
-                index.insert(ItemSlot::new(key));
-            }
-        }
-        let all: Vec<_> = expected.iter().cloned().collect();
-        assert_eq!(keys_from(&index, b""), all);
-        for start in starts.iter().chain(keys) {
-            let wanted: Vec<_> = expected.range(start.clone()..).cloned().collect();
-            assert_eq!(keys_from(&index, start), wanted, "walk from {start:?}");
-        }
-    }
-
-    /// 8-byte container ids (few) then keys: what index keys look like.
-    fn index_key(container: u8, key: &[u8]) -> Vec<u8> {
-        let mut index_key = vec![0, 0, 0, 0, 0, 0, 0, container];
-        index_key.extend_from_slice(key);
-        index_key
-    }
-
-    #[test]
-    fn ascending_descending_and_random_inserts_walk_in_key_order() {
-        let ascending: Vec<_> = (0..5_000u32)
-            .map(|n| index_key(1, format!("user:{n:012}").as_bytes()))
-            .collect();
-        let descending: Vec<_> = ascending.iter().rev().cloned().collect();
-        let mut state = 7u64;
-        let random: Vec<_> = (0..5_000)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                index_key(
-                    (state >> 62) as u8,
-                    &state.to_be_bytes()[..(state % 9) as usize],
-                )
-            })
-            .collect();
-        let starts = vec![
-            vec![],
-            vec![0xff; 20],
-            index_key(1, b"user:"),
-            index_key(9, b""),
-        ];
-        for keys in [&ascending, &descending, &random] {
-            check_against_a_btree_set(keys, &starts);
-        }
-    }
-
-    #[test]
-    fn ascending_inserts_leave_full_leaves() {
-        let index = OrderedIndex::new();
-        for n in 0..10_000u32 {
-            index.insert(ItemSlot::new(&index_key(1, &n.to_be_bytes())));
-        }
-        let (mut leaves, mut entries) = (0, 0);
-        // SAFETY: the tree is not changing; nodes live as long as `index`.
-        let mut node = unsafe { super::node_at(index.root.load(Ordering::Relaxed)) };
-        while node.height > 0 {
-            let first_child = unsafe { node.as_inner() }.children[0].load(Ordering::Relaxed);
-            node = unsafe { super::node_at(first_child) };
-        }
-        let mut leaf = unsafe { node.as_leaf() };
-        loop {
-            leaves += 1;
-            entries += leaf.header.count();
-            match leaf.next.load(Ordering::Relaxed) {
-                0 => break,
-                next => leaf = unsafe { super::node_at(next).as_leaf() },
-            }
-        }
-        assert_eq!(entries, 10_000);
-        assert!(
-            entries * 10 >= leaves * super::CAPACITY * 9,
-            "{leaves} leaves"
-        );
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(200))]
-        /// Short keys over a small alphabet that includes 0: prefixes of each other, keys
-        /// equal in their heads, ties decided only by length.
-        #[test]
-        fn any_keys_walk_as_a_btree_set_does(
-            keys in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..12), 0..400),
-            starts in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..12), 0..8),
-        ) {
-            check_against_a_btree_set(&keys, &starts);
-        }
-    }
-
-    #[test]
-    fn walks_meet_every_key_added_before_they_began_while_writers_split_nodes() {
-        let index = OrderedIndex::new();
-        let key = |n: i64| {
-            index_key(
-                1,
-                &((n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes(),
-            )
-        };
-        // Writer w adds the keys n with n % 2 == w, in order; its entry is the last one added.
-        let added = [AtomicI64::new(-1), AtomicI64::new(-1)];
-        const KEYS: i64 = 40_000;
-        std::thread::scope(|scope| {
-            for writer in 0..2i64 {
-                let (index, added) = (&index, &added);
-                scope.spawn(move || {
-                    for n in (writer..KEYS).step_by(2) {
-                        index.insert(ItemSlot::new(&key(n)));
-                        added[writer as usize].store(n, Ordering::Release);
-                    }
-                });
-            }
-            scope.spawn(|| {
-                for round in 0..200 {
-                    let passed = [
-                        added[0].load(Ordering::Acquire),
-                        added[1].load(Ordering::Acquire),
-                    ];
-                    let walked: Vec<_> = keys_from(&index, &key(round));
-                    assert!(
-                        walked.windows(2).all(|pair| pair[0] < pair[1]),
-                        "out of order"
-                    );
-                    let walked: BTreeSet<_> = walked.into_iter().collect();
-                    for n in 0..KEYS {
-                        let wanted = key(n);
-                        if n <= passed[(n % 2) as usize] && wanted >= key(round) {
-                            assert!(
-                                walked.contains(&wanted),
-                                "key {n}, added before the walk, is missing"
-                            );
-                        }
-                    }
-                }
-            });
-        });
-        assert_eq!(keys_from(&index, b"").len(), KEYS as usize);
-    }
-
-    #[test]
-    fn dropping_the_index_releases_its_slots() {
-        let slot = ItemSlot::new(&index_key(1, b"kept"));
-        let index = OrderedIndex::new();
-        index.insert(slot.clone());
-        for n in 0..1_000u32 {
-            index.insert(ItemSlot::new(&index_key(1, &n.to_be_bytes())));
-        }
-        assert_eq!(slot.reference_count(), 2);
-        drop(index);
-        assert_eq!(slot.reference_count(), 1);
-    }
-}
+mod tests;
 
 #[cfg(all(test, feature = "shuttle"))]
-mod shuttle_tests {
-    //! The tree's optimistic locking under shuttle's schedulers, with nodes of 3 entries so a
-    //! handful of keys splits leaves, inner nodes and the root while walks read them.
-
-    use shuttle::sync::Arc;
-    use shuttle::thread;
-
-    use super::OrderedIndex;
-    use crate::index::ItemSlot;
-
-    fn key(n: u64) -> Vec<u8> {
-        // Interleaved across writers, and sharing long prefixes, so heads tie often.
-        let mut key = vec![0u8; 8];
-        key.extend_from_slice(&[7; 9]);
-        key.push((n.wrapping_mul(37) % 64) as u8);
-        key
-    }
-
-    fn scenario() {
-        const WRITERS: u64 = 2;
-        const KEYS_PER_WRITER: u64 = 6;
-        let index = Arc::new(OrderedIndex::new());
-        let mut threads = Vec::new();
-        for writer in 0..WRITERS {
-            let index = index.clone();
-            threads.push(thread::spawn(move || {
-                for n in 0..KEYS_PER_WRITER {
-                    index.insert(ItemSlot::new(&key(n * WRITERS + writer)));
-                }
-            }));
-        }
-        let walker = {
-            let index = index.clone();
-            thread::spawn(move || {
-                for _ in 0..3 {
-                    let walked: Vec<Vec<u8>> = index
-                        .walk_from(&[])
-                        .map(|slot| slot.index_key().to_vec())
-                        .collect();
-                    assert!(
-                        walked.windows(2).all(|pair| pair[0] < pair[1]),
-                        "{walked:?}"
-                    );
-                }
-            })
-        };
-        for thread in threads {
-            thread.join().unwrap();
-        }
-        walker.join().unwrap();
-        let mut expected: Vec<_> = (0..WRITERS * KEYS_PER_WRITER).map(key).collect();
-        expected.sort();
-        let walked: Vec<Vec<u8>> = index
-            .walk_from(&[])
-            .map(|slot| slot.index_key().to_vec())
-            .collect();
-        assert_eq!(walked, expected);
-    }
-
-    #[test]
-    fn shuttle_ordered_index_inserts_and_walks() {
-        shuttle::check_pct(scenario, 5_000, 3);
-    }
-
-    #[test]
-    fn shuttle_ordered_index_random_schedules() {
-        shuttle::check_random(scenario, 5_000);
-    }
-}
+mod shuttle_tests;
