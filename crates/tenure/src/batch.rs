@@ -362,7 +362,7 @@ impl<'store> Batch<'store> {
                         .map(facts_of);
                     // SAFETY: as above.
                     let coordination = unsafe { head.as_ref() }
-                        .and_then(|node| node.coordination.as_deref().cloned())
+                        .and_then(|node| node.coordination().cloned())
                         .unwrap_or_default();
                     touched.push(Touched {
                         slot,

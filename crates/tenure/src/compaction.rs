@@ -311,7 +311,7 @@ impl StoreShared {
             node_address: current as *const VersionNode as usize,
             slot,
             version: current.version,
-            etag_version: current.etag_version,
+            etag_version: current.etag_version(),
             container_id: incarnation.id,
             candidate: Candidate {
                 container_id,
@@ -322,8 +322,8 @@ impl StoreShared {
             value,
             last_modified: current.last_modified,
             expires_at: current.expires_at(),
-            properties: current.properties.as_deref().cloned().unwrap_or_default(),
-            coordination: current.coordination.as_deref().cloned().unwrap_or_default(),
+            properties: current.properties().cloned().unwrap_or_default(),
+            coordination: current.coordination().cloned().unwrap_or_default(),
         }))
     }
 

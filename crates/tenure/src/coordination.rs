@@ -190,7 +190,7 @@ impl StoreShared {
             let head_node = unsafe { head.as_ref() };
             let current = head_node.filter(|node| node.is_live_at(now));
             let state = head_node
-                .and_then(|node| node.coordination.as_deref().cloned())
+                .and_then(|node| node.coordination().cloned())
                 .unwrap_or_default();
             // The record's size does not depend on the version (fixed-width fields), so
             // decide once to size it, reserve, and decide again with the real version.
@@ -198,7 +198,7 @@ impl StoreShared {
                 Ok(sizing) => sizing,
                 Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
             };
-            let etag_version = current.map_or(0, |node| node.etag_version);
+            let etag_version = current.map_or(0, |node| node.etag_version());
             let mut reservation = self
                 .log
                 .reserve(codec::item_coordination_size(key, &sizing.coordination))?;
@@ -235,7 +235,7 @@ impl StoreShared {
                 value: current.and_then(|node| node.value()),
                 last_modified: current.map_or(0, |node| node.last_modified),
                 expires_at,
-                properties: current.and_then(|node| node.properties.clone()),
+                properties: current.and_then(|node| node.properties().cloned().map(Box::new)),
                 coordination: coordination_box(decision.coordination),
             }));
             match slot.install(head, node, &guard) {
@@ -480,7 +480,7 @@ impl StoreShared {
                 let grant =
                     lock::get_and_lock(facts, lease_state, lock_timeout_micros, force, handle)
                         .map_err(|error| {
-                            with_current_etag(error, current.map(|node| ETag(node.etag_version)))
+                            with_current_etag(error, current.map(|node| ETag(node.etag_version())))
                         })?;
                 let lease = if grant.clear_lease {
                     None

@@ -36,15 +36,12 @@ pub struct Properties {
     pub metadata: Metadata,
 }
 
-/// One version of one item. 72 bytes, so glibc serves it from 80-byte chunks (88 bytes took
-/// 96): the value's location, the status and whether there is an expiry share 16 bytes, where
-/// `Option<ValueLocation>`, an `AtomicU8` and `Option<Timestamp>` took 40.
+/// One version of one item. 56 bytes, so glibc serves it from 64-byte chunks: what few
+/// versions carry (properties, a lease or lock, an ETag older than the node) is in
+/// `VersionExtras`, out of line. (Inline, they made it 72 bytes in 80-byte chunks.)
 pub struct VersionNode {
     /// The log version that made this node: orders the chain and decides visibility.
     pub version: Version,
-    /// The version the item's ETag shows: the last write of value or properties. Lease and
-    /// lock changes make new nodes that keep it.
-    pub etag_version: Version,
     /// Global log offset of the value's first byte; 0: the item was deleted at this version
     /// (a tombstone). A value never starts at 0: its record's header comes first.
     value_offset: u64,
@@ -54,12 +51,21 @@ pub struct VersionNode {
     pub last_modified: Timestamp,
     /// Meaningful only with `has_expiry`.
     expiry: Timestamp,
-    pub properties: Option<Box<Properties>>,
-    pub coordination: Option<Box<Coordination>>,
+    /// `None` for a version without properties or coordination whose ETag is its own.
+    extras: Option<Box<VersionExtras>>,
     pub older: Atomic<VersionNode>,
 }
 
-const _: () = assert!(std::mem::size_of::<VersionNode>() == 72);
+const _: () = assert!(std::mem::size_of::<VersionNode>() == 56);
+
+/// The part of a version node most versions do without.
+struct VersionExtras {
+    /// The version the item's ETag shows: the last write of value or properties. Lease and
+    /// lock changes make new nodes that keep it.
+    etag_version: Version,
+    properties: Option<Box<Properties>>,
+    coordination: Option<Box<Coordination>>,
+}
 
 /// The fields of a new version node (its `older` link starts empty).
 pub struct NewVersion {
@@ -101,19 +107,42 @@ impl VersionNode {
         let (value_offset, value_length) = fields
             .value
             .map_or((0, 0), |location| (location.offset(), location.length));
+        let plain = fields.etag_version == fields.version
+            && fields.properties.is_none()
+            && fields.coordination.is_none();
         VersionNode {
             version: fields.version,
-            etag_version: fields.etag_version,
             value_offset,
             value_length,
             status: AtomicU8::new(fields.status),
             has_expiry: fields.expires_at.is_some(),
             last_modified: fields.last_modified,
             expiry: fields.expires_at.unwrap_or(0),
-            properties: fields.properties,
-            coordination: fields.coordination,
+            extras: (!plain).then(|| {
+                Box::new(VersionExtras {
+                    etag_version: fields.etag_version,
+                    properties: fields.properties,
+                    coordination: fields.coordination,
+                })
+            }),
             older: Atomic::null(),
         }
+    }
+
+    /// The version the item's ETag shows: the last write of value or properties (lease and
+    /// lock changes keep it).
+    pub fn etag_version(&self) -> Version {
+        self.extras
+            .as_ref()
+            .map_or(self.version, |extras| extras.etag_version)
+    }
+
+    pub fn properties(&self) -> Option<&Properties> {
+        self.extras.as_ref()?.properties.as_deref()
+    }
+
+    pub fn coordination(&self) -> Option<&Coordination> {
+        self.extras.as_ref()?.coordination.as_deref()
     }
 
     /// Where the value is in the log; `None`: the item was deleted at this version.
@@ -134,15 +163,11 @@ impl VersionNode {
     }
 
     pub fn lease(&self) -> Option<&LeaseRecord> {
-        self.coordination
-            .as_deref()
-            .and_then(|coordination| coordination.lease.as_ref())
+        self.coordination()?.lease.as_ref()
     }
 
     pub fn lock(&self) -> Option<&LockRecord> {
-        self.coordination
-            .as_deref()
-            .and_then(|coordination| coordination.lock.as_ref())
+        self.coordination()?.lock.as_ref()
     }
 }
 

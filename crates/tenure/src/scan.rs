@@ -66,8 +66,8 @@ impl Snapshot<'_> {
             let entry = ScanEntry {
                 key: slot.key(),
                 value,
-                etag: ETag(node.etag_version),
-                version: node.etag_version,
+                etag: ETag(node.etag_version()),
+                version: node.etag_version(),
             };
             if !visit(entry) {
                 break;

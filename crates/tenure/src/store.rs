@@ -478,12 +478,12 @@ impl StoreShared {
             (true, Some(location)) => Some(self.value_bytes(location, guard)?.to_vec()),
             _ => None,
         };
-        let properties = node.properties.as_deref();
+        let properties = node.properties();
         Ok(Item {
             key: key.to_vec(),
             value,
-            etag: ETag(node.etag_version),
-            version: node.etag_version,
+            etag: ETag(node.etag_version()),
+            version: node.etag_version(),
             last_modified: node.last_modified,
             content_type: properties.and_then(|properties| properties.content_type.clone()),
             metadata: properties
@@ -607,8 +607,8 @@ impl StoreShared {
 
 pub(crate) fn facts_of(node: &VersionNode) -> ItemFacts {
     ItemFacts {
-        etag: ETag(node.etag_version),
-        version: node.etag_version,
+        etag: ETag(node.etag_version()),
+        version: node.etag_version(),
         last_modified: node.last_modified,
     }
 }
@@ -889,7 +889,7 @@ fn replay_coordination(
     // SAFETY: single-threaded replay.
     let current = unsafe { head.as_ref() };
     let node = match current {
-        Some(node) if node.value().is_some() && node.etag_version == etag_version => {
+        Some(node) if node.value().is_some() && node.etag_version() == etag_version => {
             VersionNode::new(NewVersion {
                 version,
                 etag_version,
@@ -897,7 +897,7 @@ fn replay_coordination(
                 value: node.value(),
                 last_modified: node.last_modified,
                 expires_at,
-                properties: node.properties.clone(),
+                properties: node.properties().cloned().map(Box::new),
                 coordination: coordination_box(coordination),
             })
         }

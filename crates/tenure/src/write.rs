@@ -292,7 +292,7 @@ impl StoreShared {
             // SAFETY: as above.
             let head_node = unsafe { head.as_ref() };
             let state = head_node
-                .and_then(|node| node.coordination.as_deref().cloned())
+                .and_then(|node| node.coordination().cloned())
                 .unwrap_or_default();
             // 3. existence, 4. lease and lock, 5. conditions
             let checked =
@@ -334,8 +334,7 @@ impl StoreShared {
                     };
                     let content_type = match change {
                         Change::Metadata => node
-                            .properties
-                            .as_deref()
+                            .properties()
                             .and_then(|properties| properties.content_type.clone()),
                         _ => options.content_type.clone(),
                     };
