@@ -417,6 +417,36 @@ impl Inner {
     }
 }
 
+/// One step of a descent: the child of the inner node `node` (read at `version`) whose range
+/// holds `key`, and the child's version. The child's version is read before the parent's is
+/// checked again, so the child held that range then; a later split changes its version.
+fn child_for<'a>(node: &'a Header, version: u64, key: &[u8]) -> Result<(&'a Header, u64), Restart> {
+    assert!(
+        node.height > 0,
+        "a descent steps down from inner nodes only"
+    );
+    // SAFETY: height > 0.
+    let inner = unsafe { node.as_inner() };
+    let (count, prefix_length) = (node.count(), node.prefix_length());
+    let index = search(
+        &inner.heads,
+        &inner.separators,
+        count,
+        prefix_length,
+        key,
+        true,
+    )?;
+    let child = inner.children[index].load(Ordering::Acquire);
+    if child == 0 {
+        return Err(Restart);
+    }
+    // SAFETY: a nonzero child pointer.
+    let child = unsafe { node_at(child) };
+    let child_version = child.read_begin()?;
+    node.validate(version)?;
+    Ok((child, child_version))
+}
+
 /// Every slot of the index in key order (see the module comment).
 pub(crate) struct OrderedIndex {
     /// The root node (a `Header` pointer); replaced only while the old root is locked.
@@ -485,20 +515,9 @@ impl OrderedIndex {
                 node.unlock();
                 return Ok(inserted);
             }
-            // SAFETY: height > 0.
-            let inner = unsafe { node.as_inner() };
-            let (separators, count) = (&inner.separators, node.count());
-            let prefix_length = node.prefix_length();
-            let child = search(&inner.heads, separators, count, prefix_length, key, true)?;
-            let child = inner.children[child].load(Ordering::Acquire);
-            if child == 0 {
-                return Err(Restart);
-            }
-            // SAFETY: a nonzero child pointer.
-            let child = unsafe { node_at(child) };
-            let child_version = child.read_begin()?;
-            node.validate(version)?;
-            parent = Some((inner, version));
+            let (child, child_version) = child_for(node, version, key)?;
+            // SAFETY: height > 0 (`child_for` found a child).
+            parent = Some((unsafe { node.as_inner() }, version));
             (node, version) = (child, child_version);
         }
     }
@@ -562,20 +581,7 @@ impl OrderedIndex {
     fn find_leaf(&self, key: &[u8]) -> Result<(&Leaf, u64, usize), Restart> {
         let (mut node, mut version) = self.read_root()?;
         while node.height > 0 {
-            // SAFETY: height > 0.
-            let inner = unsafe { node.as_inner() };
-            let (separators, count) = (&inner.separators, node.count());
-            let prefix_length = node.prefix_length();
-            let child = search(&inner.heads, separators, count, prefix_length, key, true)?;
-            let child = inner.children[child].load(Ordering::Acquire);
-            if child == 0 {
-                return Err(Restart);
-            }
-            // SAFETY: a nonzero child pointer.
-            let child = unsafe { node_at(child) };
-            let child_version = child.read_begin()?;
-            node.validate(version)?;
-            (node, version) = (child, child_version);
+            (node, version) = child_for(node, version, key)?;
         }
         // SAFETY: height 0.
         let leaf = unsafe { node.as_leaf() };
