@@ -2,7 +2,7 @@
 //! newest version; versions chain newest-first and point at their records in the log.
 //!
 //! - Point lookups go through a hash index of slot pointers (`point_index.rs`: lock-free
-//!   reads); listings go through an ordered index (a B+ tree, `ordered_index.rs`) over the
+//!   reads); listings go through an ordered index (a B+ tree, `ordered_index/mod.rs`) over the
 //!   same slots.
 //! - A write installs its version with one compare-and-swap on the head, expecting the head it
 //!   checked its conditions against: two writers holding the same ETag can never both win.
@@ -429,7 +429,7 @@ pub struct Index {
     /// Its `insert` keeps the first slot of a key (the linearizability campaign once caught
     /// two racing first writes each keeping its own slot, with a map that replaced).
     points: PointIndex,
-    /// Holds the same slots in key order, for listings (`ordered_index.rs`).
+    /// Holds the same slots in key order, for listings (`ordered_index/mod.rs`).
     ordered: OrderedIndex,
     /// Whether a version with an expiry was installed since open (replay included). Until
     /// one is, the background sweep has nothing to find and walks nothing.
@@ -483,7 +483,7 @@ impl Index {
 
     /// Adds every slot of the point index to the ordered index, in key order. Inserting in
     /// order keeps the tree's search path in cache, where keys replayed in log order land all
-    /// over it, and leaves its nodes full (see `split_point` in `ordered_index.rs`).
+    /// over it, and leaves its nodes full (see `split_point` in `ordered_index/mod.rs`).
     pub fn finish_replay(&self) {
         let guard = crossbeam_epoch::pin();
         let mut slots: Vec<_> = self.points.slots(&guard).collect();
