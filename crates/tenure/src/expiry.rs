@@ -39,7 +39,7 @@ impl StoreShared {
         let now = self.now();
         let (mut visited, mut recorded) = (0, 0);
         let mut resume_at = None;
-        for slot in self.index.range_from(cursor, &[], &guard) {
+        for slot in self.index.range_from(cursor, &[]) {
             if visited == max_items || recorded == max_recorded {
                 resume_at = Some(slot.index_key().to_vec());
                 break;

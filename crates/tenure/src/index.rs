@@ -512,15 +512,13 @@ impl Index {
         slot
     }
 
-    /// Slots with index keys in `[from, …)` that start with `prefix`, in key order. Slots are
-    /// never taken out of the ordered index while it lives; the guard keeps the version nodes
-    /// the caller reads from them.
-    pub fn range_from<'g>(
-        &'g self,
+    /// Slots with index keys in `[from, …)` that start with `prefix`, in key order, borrowed
+    /// from the index (slots are never taken out of it while it lives).
+    pub fn range_from<'a>(
+        &'a self,
         from: &[u8],
-        prefix: &'g [u8],
-        _guard: &'g Guard,
-    ) -> impl Iterator<Item = SlotView<'g>> + 'g {
+        prefix: &'a [u8],
+    ) -> impl Iterator<Item = SlotView<'a>> + 'a {
         self.ordered
             .walk_from(from)
             .take_while(move |slot| slot.index_key().starts_with(prefix))

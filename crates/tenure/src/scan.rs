@@ -51,7 +51,7 @@ impl Snapshot<'_> {
         };
         let guard = crossbeam_epoch::pin();
         let mut visited = 0;
-        for slot in store.index.range_from(start, &full_prefix, &guard) {
+        for slot in store.index.range_from(start, &full_prefix) {
             let Some(node) = slot
                 .visible(version, &guard)
                 .filter(|node| node.is_live_at(now))

@@ -576,7 +576,7 @@ impl StoreShared {
         // Bounded look-ahead for "is there another item?" past a full page.
         const LOOK_AHEAD_SLOTS: usize = 1024;
         let mut looked_ahead = 0;
-        for slot in self.index.range_from(&start, &full_prefix, &guard) {
+        for slot in self.index.range_from(&start, &full_prefix) {
             let Some(node) = self
                 .resolve(&slot, version, repeatable, &guard)
                 .filter(|node| node.is_live_at(now))

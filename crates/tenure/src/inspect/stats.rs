@@ -75,7 +75,7 @@ impl StoreShared {
                 ..ContainerStats::default()
             };
             let prefix = index_key(incarnation.id, b"");
-            for slot in self.index.range_from(&prefix, &prefix, &guard) {
+            for slot in self.index.range_from(&prefix, &prefix) {
                 let mut node = slot
                     .head()
                     .load(std::sync::atomic::Ordering::Acquire, &guard);

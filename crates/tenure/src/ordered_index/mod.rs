@@ -309,6 +309,30 @@ impl Leaf {
         }
     }
 
+    /// Adds the entry in key order, under the leaf's lock; false if the key is there.
+    fn insert(&self, key: &[u8], pointer: u64) -> bool {
+        let (count, prefix_length) = (self.header.count(), self.header.prefix_length());
+        let Ok(position) = search(&self.heads, &self.slots, count, prefix_length, key, false)
+        else {
+            unreachable!("the entries of a locked leaf are set");
+        };
+        if position < count {
+            // SAFETY: a set entry of a locked leaf.
+            if unsafe { slot_key(self.slots[position].load(Ordering::Relaxed)) } == key {
+                return false;
+            }
+        }
+        for index in (position..count).rev() {
+            let (head, slot) = (&self.heads[index], &self.slots[index]);
+            self.heads[index + 1].store(head.load(Ordering::Relaxed), Ordering::Relaxed);
+            self.slots[index + 1].store(slot.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        self.heads[position].store(head_of(key, prefix_length), Ordering::Relaxed);
+        self.slots[position].store(pointer, Ordering::Relaxed);
+        self.header.count.store(count as u64 + 1, Ordering::Relaxed);
+        true
+    }
+
     /// Splits this full, locked leaf; returns the separator (the right half's first key) and
     /// the new right sibling, linked in after this leaf.
     fn split(&self, key: &[u8]) -> (u64, u64) {
@@ -610,32 +634,6 @@ impl OrderedIndex {
                 Err(Restart) => spin_once(&backoff),
             }
         }
-    }
-}
-
-impl Leaf {
-    /// Adds the entry in key order, under the leaf's lock; false if the key is there.
-    fn insert(&self, key: &[u8], pointer: u64) -> bool {
-        let (count, prefix_length) = (self.header.count(), self.header.prefix_length());
-        let Ok(position) = search(&self.heads, &self.slots, count, prefix_length, key, false)
-        else {
-            unreachable!("the entries of a locked leaf are set");
-        };
-        if position < count {
-            // SAFETY: a set entry of a locked leaf.
-            if unsafe { slot_key(self.slots[position].load(Ordering::Relaxed)) } == key {
-                return false;
-            }
-        }
-        for index in (position..count).rev() {
-            let (head, slot) = (&self.heads[index], &self.slots[index]);
-            self.heads[index + 1].store(head.load(Ordering::Relaxed), Ordering::Relaxed);
-            self.slots[index + 1].store(slot.load(Ordering::Relaxed), Ordering::Relaxed);
-        }
-        self.heads[position].store(head_of(key, prefix_length), Ordering::Relaxed);
-        self.slots[position].store(pointer, Ordering::Relaxed);
-        self.header.count.store(count as u64 + 1, Ordering::Relaxed);
-        true
     }
 }
 
