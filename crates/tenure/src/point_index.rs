@@ -62,8 +62,9 @@ struct Table {
     buckets: Box<[AtomicUsize]>,
 }
 
-/// A slot a bucket holds, viewed without taking a reference: the index keeps every slot alive
-/// while it lives, and the view lasts no longer than the table it was read from.
+/// A slot an index holds, viewed without taking a reference: the indexes keep every slot alive
+/// while they live, and the view lasts no longer than what it was read from (a point-index
+/// table, or the ordered index).
 pub(crate) struct SlotView<'a> {
     slot: ManuallyDrop<ItemSlot>,
     _table: PhantomData<&'a Table>,
