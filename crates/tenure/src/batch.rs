@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crossbeam_epoch::{Owned, Shared};
+use crossbeam_epoch::Shared;
 
 use crate::catalog::Incarnation;
 use crate::codec::Coordination;
@@ -498,7 +498,7 @@ impl<'store> Batch<'store> {
                 }),
             };
             store.index.note_expiry(node.expires_at());
-            match entry.slot.install(entry.head, Owned::new(node), &guard) {
+            match entry.slot.install(entry.head, node, &guard) {
                 Ok(shared) => installed.push((entry, shared, entry.final_write.is_some())),
                 Err(_) => {
                     moved = true;

@@ -391,8 +391,8 @@ impl StoreShared {
                 .compare_exchange(head, copy, Ordering::AcqRel, Ordering::Acquire, &guard)
                 .is_ok()
             {
-                // SAFETY: unlinked by the exchange; readers holding it are protected.
-                unsafe { guard.defer_destroy(head) };
+                // SAFETY: unlinked by the exchange.
+                unsafe { relocation.slot.retire(head, &guard) };
                 relocated += 1;
             } else {
                 lost.push(relocation.candidate);

@@ -11,7 +11,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_epoch::Owned;
 use parking_lot::{Condvar, Mutex};
 
 use crate::clock::Timestamp;
@@ -228,7 +227,7 @@ impl StoreShared {
                 reservation.write_payload(scratch)
             })?;
             self.index.note_expiry(expires_at);
-            let node = Owned::new(VersionNode::new(NewVersion {
+            let node = VersionNode::new(NewVersion {
                 version,
                 etag_version,
                 status: COMMITTED,
@@ -237,7 +236,7 @@ impl StoreShared {
                 expires_at,
                 properties: current.and_then(|node| node.properties().cloned().map(Box::new)),
                 coordination: coordination_box(decision.coordination),
-            }));
+            });
             match slot.install(head, node, &guard) {
                 Ok(installed) => {
                     reservation.commit()?;

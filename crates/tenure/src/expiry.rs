@@ -3,7 +3,7 @@
 //! the change feed reports it there — happens later, by the background sweeper or an explicit
 //! `sweep_expired` call. Items under a live lock never expire.
 
-use crossbeam_epoch::{Guard, Owned};
+use crossbeam_epoch::Guard;
 
 use crate::clock::Timestamp;
 use crate::codec::{self, ItemWrite};
@@ -95,7 +95,7 @@ impl StoreShared {
         let mut reservation = self.log.reserve(payload.len())?;
         reservation.write_payload(&payload)?;
         let version = reservation.version();
-        let tombstone = Owned::new(VersionNode::new(NewVersion {
+        let tombstone = VersionNode::new(NewVersion {
             version,
             etag_version: version,
             status: COMMITTED,
@@ -104,7 +104,7 @@ impl StoreShared {
             expires_at: None,
             properties: None,
             coordination: None,
-        }));
+        });
         match slot.install(head, tombstone, guard) {
             Ok(installed) => {
                 reservation.commit()?;

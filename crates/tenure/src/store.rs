@@ -926,10 +926,7 @@ fn install_replayed(
 ) {
     let version = node.version;
     index.note_expiry(node.expires_at());
-    if slot
-        .install(head, crossbeam_epoch::Owned::new(node), guard)
-        .is_ok()
-    {
+    if slot.install(head, node, guard).is_ok() {
         // Nothing can see older versions at open.
         slot.prune(version, guard);
     }

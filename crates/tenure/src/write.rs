@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crossbeam_epoch::{Owned, Shared};
+use crossbeam_epoch::Shared;
 use rand::Rng;
 
 use crate::codec::Coordination;
@@ -372,7 +372,7 @@ impl StoreShared {
                 Ok::<_, Error>((reservation, value_offset))
             })?;
             let version = reservation.version();
-            let node = Owned::new(VersionNode::new(NewVersion {
+            let node = VersionNode::new(NewVersion {
                 version,
                 etag_version: version,
                 status: COMMITTED,
@@ -386,7 +386,7 @@ impl StoreShared {
                 expires_at,
                 properties: properties_box(properties.content_type.as_deref(), properties.metadata),
                 coordination: coordination_box(coordination),
-            }));
+            });
             self.index.note_expiry(expires_at);
             match slot.install(head, node, &guard) {
                 Ok(installed) => {
