@@ -1,7 +1,6 @@
 //! `Store`: opening, containers, and the read side (get, list, snapshots). The write side of
 //! items is in `write.rs`, batches in `batch.rs`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -46,7 +45,7 @@ pub struct StoreShared {
     pub(crate) limits: Limits,
     /// Open snapshots by version, and the oldest one (`u64::MAX` when none). Snapshot creation
     /// and pruning take this lock, so a prune never drops a version a new snapshot pins.
-    pub(crate) snapshots: Mutex<BTreeMap<Version, usize>>,
+    pub(crate) snapshots: Mutex<crate::snapshot::OpenSnapshots>,
     pub(crate) oldest_snapshot: AtomicU64,
     pub(crate) lease_waiters: crate::coordination::LeaseWaiters,
     /// What the change feed must keep (versions, bytes behind the tail).
@@ -103,7 +102,7 @@ impl Store {
             catalog,
             clock: options.clock,
             limits: options.limits,
-            snapshots: Mutex::new(BTreeMap::new()),
+            snapshots: Mutex::new(crate::snapshot::OpenSnapshots::default()),
             oldest_snapshot: AtomicU64::new(u64::MAX),
             lease_waiters: Default::default(),
             compaction: Mutex::new(0),
