@@ -11,8 +11,6 @@
 //!   writers wait for it to resolve (it resolves without I/O).
 //! - Versions no snapshot can see are unlinked by `prune` and freed through crossbeam-epoch.
 
-use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
@@ -26,6 +24,7 @@ use crate::ordered_index::OrderedIndex;
 use crate::point_index::{PointIndex, SlotView};
 use crate::rules::lease::LeaseRecord;
 use crate::rules::lock::{self, LockRecord};
+pub use crate::slot::ItemSlot;
 
 pub const COMMITTED: u8 = 0;
 pub const PENDING: u8 = 1;
@@ -177,91 +176,13 @@ pub fn coordination_box(coordination: Coordination) -> Option<Box<Coordination>>
     (!coordination.is_empty()).then(|| Box::new(coordination))
 }
 
-/// An item's place in the index: the head of its version chain and its index key (8-byte
-/// big-endian container id, then the item key), in one allocation shared by both indexes
-/// behind a thin pointer. One allocation instead of two (the key had its own box) saves a
-/// cache miss on every key comparison and 32 bytes per key.
-#[derive(Clone)]
-pub struct ItemSlot(triomphe::ThinArc<SlotHead, u8>);
-
-impl std::fmt::Debug for ItemSlot {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("ItemSlot")
-            .field("index_key", &self.index_key())
-            .finish()
-    }
-}
-
-/// The fixed part of a slot. Dropped with the last reference to the slot: it frees the chain.
-pub struct SlotHead {
-    head: Atomic<VersionNode>,
-    /// Room for one version node in the slot's own allocation. An install takes it when it is
-    /// free, so the newest version usually lives here: a get or a walk reads slot and version
-    /// from adjacent cache lines instead of following a pointer to a node of its own, and a
-    /// key written once costs one allocation.
-    inline_node: UnsafeCell<MaybeUninit<VersionNode>>,
-    /// Whether `inline_node` holds a node. Set by the installer that claims it; cleared by the
-    /// epoch once the node is unlinked and no reader can still hold it (`ItemSlot::retire`).
-    inline_node_taken: AtomicBool,
-}
-
-// A slot with a 24-byte key (32-byte index key) is 8 (count) + 72 + 8 (length) + 32 = 120
-// bytes: glibc serves it from a 128-byte chunk, the same as the 64-byte slot plus 64-byte node
-// it replaced.
-const _: () = assert!(std::mem::size_of::<SlotHead>() == 72);
-
-// SAFETY: `inline_node` is written only by the installer holding the `inline_node_taken`
-// claim, before a release compare-and-swap publishes it in `head`, and dropped only by the
-// epoch callback that clears the claim once nothing can reach it; everything else reads it
-// through `head`, like any other node.
-unsafe impl Sync for SlotHead {}
-unsafe impl Send for SlotHead {}
-
 /// The head moved between a writer's read of it and its install: it re-reads and checks again.
 #[derive(Debug)]
 pub struct HeadMoved;
 
 impl ItemSlot {
-    pub fn new(index_key: &[u8]) -> ItemSlot {
-        ItemSlot(triomphe::ThinArc::from_header_and_slice(
-            SlotHead {
-                head: Atomic::null(),
-                inline_node: UnsafeCell::new(MaybeUninit::uninit()),
-                inline_node_taken: AtomicBool::new(false),
-            },
-            index_key,
-        ))
-    }
-
-    pub fn index_key(&self) -> &[u8] {
-        &self.0.slice
-    }
-
-    /// The slot as a raw pointer that owns one reference (`from_raw` takes it back).
-    pub(crate) fn into_raw(self) -> *const std::ffi::c_void {
-        triomphe::ThinArc::into_raw(self.0)
-    }
-
-    /// # Safety
-    /// `pointer` came from `into_raw`, and its reference is not taken back twice.
-    pub(crate) unsafe fn from_raw(pointer: *const std::ffi::c_void) -> ItemSlot {
-        // SAFETY: the caller's promise.
-        ItemSlot(unsafe { triomphe::ThinArc::from_raw(pointer) })
-    }
-
-    #[cfg(test)]
-    pub(crate) fn same_slot(&self, other: &ItemSlot) -> bool {
-        self.0.ptr() == other.0.ptr()
-    }
-
-    #[cfg(test)]
-    pub(crate) fn reference_count(&self) -> usize {
-        self.0.with_arc(triomphe::Arc::strong_count)
-    }
-
     pub fn head(&self) -> &Atomic<VersionNode> {
-        &self.0.header.header.head
+        &self.header().head
     }
 
     pub fn key(&self) -> &[u8] {
@@ -343,7 +264,7 @@ impl ItemSlot {
     }
 
     fn inline_node_pointer(&self) -> *mut VersionNode {
-        self.0.header.header.inline_node.get().cast()
+        self.header().room.get().cast()
     }
 
     fn is_inline_node(&self, node: Shared<'_, VersionNode>) -> bool {
@@ -351,14 +272,7 @@ impl ItemSlot {
     }
 
     fn claim_inline_node(&self) -> Option<*mut VersionNode> {
-        // Acquire: the drop of the room's previous node (before its release) happens first.
-        self.0
-            .header
-            .header
-            .inline_node_taken
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .map(|_| self.inline_node_pointer())
+        self.claim_room().then(|| self.inline_node_pointer())
     }
 
     /// Drops the node in the slot's room and frees the room for the next install.
@@ -368,11 +282,7 @@ impl ItemSlot {
     unsafe fn release_inline_node(&self) {
         // SAFETY: the caller's promise.
         unsafe { std::ptr::drop_in_place(self.inline_node_pointer()) };
-        self.0
-            .header
-            .header
-            .inline_node_taken
-            .store(false, Ordering::Release);
+        self.release_room();
     }
 
     /// Frees a node that was never published.
@@ -447,28 +357,6 @@ impl ItemSlot {
                 return;
             }
             current = node.older.load(Ordering::Acquire, guard);
-        }
-    }
-}
-
-impl Drop for SlotHead {
-    fn drop(&mut self) {
-        let inline_node: *const VersionNode = self.inline_node.get().cast();
-        // SAFETY: the slot is gone from every index and no epoch callback holds it, so no
-        // guard can reach its chain.
-        unsafe {
-            let guard = crossbeam_epoch::unprotected();
-            let mut current = self.head.load(Ordering::Relaxed, guard);
-            while !current.is_null() {
-                let next = current.deref().older.load(Ordering::Relaxed, guard);
-                if !std::ptr::eq(current.as_raw(), inline_node) {
-                    drop(current.into_owned());
-                }
-                current = next;
-            }
-            if *self.inline_node_taken.get_mut() {
-                self.inline_node.get_mut().assume_init_drop();
-            }
         }
     }
 }

@@ -46,13 +46,7 @@ fn slot() -> ItemSlot {
 /// each flush can move the epoch on, and two moves run every callback deferred before them.
 fn collect_until_room_is_free(slot: &ItemSlot, handle: &LocalHandle) {
     for _ in 0..64 {
-        if !slot
-            .0
-            .header
-            .header
-            .inline_node_taken
-            .load(Ordering::Acquire)
-        {
+        if !slot.room_is_taken() {
             return;
         }
         handle.pin().flush();
@@ -79,11 +73,7 @@ fn the_first_install_takes_the_room_and_a_retired_room_is_taken_again() {
     );
     slot.prune(2, &guard);
     assert!(
-        slot.0
-            .header
-            .header
-            .inline_node_taken
-            .load(Ordering::Acquire),
+        slot.room_is_taken(),
         "a guard that may still read version 1 is pinned"
     );
     drop(guard);
@@ -127,12 +117,7 @@ fn an_install_that_loses_its_race_gives_the_room_back_at_once() {
     assert!(slot
         .install(Shared::null(), node(3, COMMITTED, true), &guard)
         .is_err());
-    assert!(!slot
-        .0
-        .header
-        .header
-        .inline_node_taken
-        .load(Ordering::Acquire));
+    assert!(!slot.room_is_taken());
     let third = slot
         .install(winner, node(3, COMMITTED, true), &guard)
         .unwrap();
@@ -170,11 +155,7 @@ fn racing_first_installs_leave_one_node_and_a_consistent_room() {
             .load(Ordering::Acquire, &guard)
             .is_null());
         assert_eq!(
-            slot.0
-                .header
-                .header
-                .inline_node_taken
-                .load(Ordering::Acquire),
+            slot.room_is_taken(),
             slot.is_inline_node(head),
             "the room is taken exactly when the winner's node is in it"
         );

@@ -21,6 +21,7 @@ mod ordered_index;
 mod point_index;
 mod rules;
 mod scan;
+mod slot;
 mod snapshot;
 mod storage;
 mod store;

@@ -71,6 +71,17 @@ impl Store {
 
     /// Opens a store on any [`Storage`] (tests use the simulated disk).
     pub fn open_with_storage(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
+        // An index key is the 8-byte container id and the key (`slot.rs` bounds its length).
+        let key_bytes_ceiling = crate::slot::MAXIMUM_INDEX_KEY_BYTES - 8;
+        if !(1..=key_bytes_ceiling).contains(&options.limits.max_key_bytes) {
+            return Err(Error::invalid(
+                "limits.max_key_bytes",
+                format!(
+                    "must be 1..={key_bytes_ceiling}, got {}",
+                    options.limits.max_key_bytes
+                ),
+            ));
+        }
         let index = Index::new();
         let catalog = Catalog::default();
         let log_options = LogOptions {

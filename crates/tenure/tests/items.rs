@@ -921,3 +921,23 @@ fn update_returns_the_written_item_with_its_new_times() {
     );
     assert_eq!(updated.last_modified, START_MICROS + 7 * MICROS_PER_SECOND);
 }
+
+/// Limits are checked when the store opens: a slot records its index key's length in 31 bits.
+#[test]
+fn an_unusable_key_limit_fails_the_open_naming_it_and_creates_nothing() {
+    let clock = tenure::ManualClock::new(START_MICROS);
+    for max_key_bytes in [0, 1 << 31] {
+        let disk = SimStorage::new();
+        let mut store_options = options(&clock);
+        store_options.limits.max_key_bytes = max_key_bytes;
+        let error = Store::open_with_storage(Arc::new(disk.clone()), store_options)
+            .err()
+            .expect("the open fails");
+        assert_eq!(error.code(), ErrorCode::InvalidArgument);
+        assert!(
+            error.to_string().contains("limits.max_key_bytes"),
+            "{error}"
+        );
+        assert!(disk.file_names().is_empty(), "the open wrote nothing");
+    }
+}
