@@ -693,7 +693,9 @@ impl<'a> Iterator for Walk<'a> {
             unsafe { SlotView::from_pointer(ahead as usize as *const c_void) }.prefetch_head_node();
         }
         if let Some(&ahead) = self.entries[..self.length].get(self.position + PREFETCH_SLOT_AHEAD) {
+            // Both lines: a slot is 104 bytes or more, at any 16-byte boundary.
             crate::index::prefetch(ahead as usize as *const u8);
+            crate::index::prefetch((ahead as usize + 64) as *const u8);
         }
         let pointer = self.entries[self.position];
         self.position += 1;
