@@ -1,15 +1,21 @@
 //! `Snapshot::scan`: an ordered range read that copies nothing (LMDB's cursor, for a
 //! snapshot). `list` is the paging API (owned items, continuation tokens, properties);
-//! `scan` is for reading a range in-process as fast as the map allows.
+//! `scan` is for reading a range in-process as fast as the map allows. Both go through
+//! `StoreShared::walk`, which starts loading values a few entries ahead.
+
+use std::sync::atomic::Ordering;
+
+use crossbeam_epoch::Guard;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::index_key;
 use crate::point_index::SlotView;
-
-/// How many entries ahead a scan starts loading values.
-const VALUE_PREFETCH_AHEAD: usize = 3;
 use crate::snapshot::Snapshot;
+use crate::store::StoreShared;
+
+/// How many entries ahead a walk starts loading values.
+const VALUE_PREFETCH_AHEAD: usize = 3;
 
 /// One item a scan visits: key and value borrowed for the duration of the visit (the value
 /// straight from the log's mapping).
@@ -19,6 +25,75 @@ pub struct ScanEntry<'a> {
     pub value: &'a [u8],
     pub etag: ETag,
     pub version: Version,
+}
+
+impl StoreShared {
+    /// The slots with index keys in `[from, …)` that start with `prefix`, in key order. With
+    /// `prefetch_values`, each slot's newest value starts loading a few entries before the
+    /// slot is yielded: a walk's time is the cache misses of its values, and only misses
+    /// started a few entries early overlap (the processor's own look-ahead covers about one).
+    pub(crate) fn walk<'a>(
+        &'a self,
+        from: &[u8],
+        prefix: &'a [u8],
+        prefetch_values: bool,
+        guard: &'a Guard,
+    ) -> Walk<'a, impl Iterator<Item = SlotView<'a>> + 'a> {
+        let mut walk = Walk {
+            store: self,
+            slots: self.index.range_from(from, prefix),
+            window: Default::default(),
+            position: 0,
+            prefetch_values,
+            guard,
+        };
+        for at in 0..VALUE_PREFETCH_AHEAD {
+            walk.window[at] = walk.slots.next();
+            walk.prefetch(at);
+        }
+        walk
+    }
+}
+
+/// A walk over the ordered index that keeps the next entries in a window (`StoreShared::walk`).
+pub(crate) struct Walk<'a, I> {
+    store: &'a StoreShared,
+    slots: I,
+    window: [Option<SlotView<'a>>; VALUE_PREFETCH_AHEAD],
+    position: usize,
+    prefetch_values: bool,
+    guard: &'a Guard,
+}
+
+impl<I> Walk<'_, I> {
+    /// Starts loading the first and last cache lines of the newest value of the slot at
+    /// `at`. Only a hint: it reads the head without checking visibility.
+    fn prefetch(&self, at: usize) {
+        let (true, Some(slot)) = (self.prefetch_values, &self.window[at]) else {
+            return;
+        };
+        // SAFETY: nodes reachable from a slot are freed only through the epoch.
+        let head = unsafe { slot.head().load(Ordering::Acquire, self.guard).as_ref() };
+        if let Some(location) = head.and_then(|node| node.value()) {
+            if let Ok(bytes) = self.store.value_bytes(location, self.guard) {
+                let range = bytes.as_ptr_range();
+                crate::index::prefetch(range.start);
+                crate::index::prefetch(range.end.wrapping_sub(1));
+            }
+        }
+    }
+}
+
+impl<'a, I: Iterator<Item = SlotView<'a>>> Iterator for Walk<'a, I> {
+    type Item = SlotView<'a>;
+
+    fn next(&mut self) -> Option<SlotView<'a>> {
+        let at = self.position % VALUE_PREFETCH_AHEAD;
+        let slot = std::mem::replace(&mut self.window[at], self.slots.next())?;
+        self.position += 1;
+        self.prefetch(at);
+        Some(slot)
+    }
 }
 
 impl Snapshot<'_> {
@@ -55,25 +130,7 @@ impl Snapshot<'_> {
         };
         let guard = crossbeam_epoch::pin();
         let mut visited = 0;
-        // The entries ahead, each with its value's loading started: a walk's time is the
-        // cache misses of its values, and only misses started a few entries early overlap
-        // (the processor's own look-ahead covers about one entry).
-        let mut slots = store.index.range_from(start, &full_prefix);
-        let mut window: [Option<SlotView<'_>>; VALUE_PREFETCH_AHEAD] = Default::default();
-        for ahead in &mut window {
-            *ahead = slots.next();
-            if let Some(slot) = ahead {
-                store.prefetch_newest_value(slot, &guard);
-            }
-        }
-        for position in 0.. {
-            let at = position % VALUE_PREFETCH_AHEAD;
-            let Some(slot) = std::mem::replace(&mut window[at], slots.next()) else {
-                break;
-            };
-            if let Some(ahead) = &window[at] {
-                store.prefetch_newest_value(ahead, &guard);
-            }
+        for slot in store.walk(start, &full_prefix, true, &guard) {
             let Some(node) = slot
                 .visible(version, &guard)
                 .filter(|node| node.is_live_at(now))

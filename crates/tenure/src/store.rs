@@ -512,22 +512,6 @@ impl StoreShared {
             .read_bytes(location.offset(), location.length as usize, guard)
     }
 
-    /// Starts loading the first and last cache lines of the newest value of `slot`, which a
-    /// walk reads soon. Only a hint: it reads the head without checking visibility.
-    pub(crate) fn prefetch_newest_value(&self, slot: &ItemSlot, guard: &Guard) {
-        // SAFETY: nodes reachable from a slot are freed only through the epoch.
-        let Some(node) = (unsafe { slot.head().load(Ordering::Acquire, guard).as_ref() }) else {
-            return;
-        };
-        if let Some(location) = node.value() {
-            if let Ok(bytes) = self.value_bytes(location, guard) {
-                let range = bytes.as_ptr_range();
-                crate::index::prefetch(range.start);
-                crate::index::prefetch(range.end.wrapping_sub(1));
-            }
-        }
-    }
-
     /// One page of the items of `container` whose keys start with `prefix`, in key order.
     pub fn list(
         &self,
@@ -602,7 +586,7 @@ impl StoreShared {
         // Bounded look-ahead for "is there another item?" past a full page.
         const LOOK_AHEAD_SLOTS: usize = 1024;
         let mut looked_ahead = 0;
-        for slot in self.index.range_from(&start, &full_prefix) {
+        for slot in self.walk(&start, &full_prefix, include_values, &guard) {
             let Some(node) = self
                 .resolve(&slot, version, repeatable, &guard)
                 .filter(|node| node.is_live_at(now))

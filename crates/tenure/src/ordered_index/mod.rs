@@ -464,11 +464,33 @@ fn child_for<'a>(node: &'a Header, version: u64, key: &[u8]) -> Result<(&'a Head
     if child == 0 {
         return Err(Restart);
     }
+    prefetch_node(child, node.height == 1);
     // SAFETY: a nonzero child pointer.
     let child = unsafe { node_at(child) };
     let child_version = child.read_begin()?;
     node.validate(version)?;
     Ok((child, child_version))
+}
+
+/// Starts loading every cache line of the node at `word` (a leaf's, or an inner node's): a
+/// binary search over its heads then finds them all arriving at once, where it would wait for
+/// one line at a time.
+fn prefetch_node(word: u64, leaf: bool) {
+    let bytes = if leaf {
+        std::mem::size_of::<Leaf>()
+    } else {
+        std::mem::size_of::<Inner>()
+    };
+    for offset in (0..bytes).step_by(64) {
+        crate::index::prefetch((word as usize + offset) as *const u8);
+    }
+}
+
+/// Starts loading both cache lines of the slot at `word`: a slot is 104 bytes or more, at any
+/// 16-byte boundary.
+fn prefetch_slot(word: u64) {
+    crate::index::prefetch(word as usize as *const u8);
+    crate::index::prefetch((word as usize + 64) as *const u8);
 }
 
 /// Every slot of the index in key order (see the module comment).
@@ -660,7 +682,11 @@ impl Walk<'_> {
         leaf.header.validate(version)?;
         (self.length, self.position, self.next_leaf) = (count - start, 0, next_leaf);
         for &slot in &self.entries[..self.length.min(PREFETCH_SLOT_AHEAD)] {
-            crate::index::prefetch(slot as usize as *const u8);
+            prefetch_slot(slot);
+        }
+        // A walk that may well go on into the next leaf loads it meanwhile.
+        if next_leaf != 0 && self.length < CAPACITY / 2 {
+            prefetch_node(next_leaf, true);
         }
         Ok(())
     }
@@ -693,9 +719,7 @@ impl<'a> Iterator for Walk<'a> {
             unsafe { SlotView::from_pointer(ahead as usize as *const c_void) }.prefetch_head_node();
         }
         if let Some(&ahead) = self.entries[..self.length].get(self.position + PREFETCH_SLOT_AHEAD) {
-            // Both lines: a slot is 104 bytes or more, at any 16-byte boundary.
-            crate::index::prefetch(ahead as usize as *const u8);
-            crate::index::prefetch((ahead as usize + 64) as *const u8);
+            prefetch_slot(ahead);
         }
         let pointer = self.entries[self.position];
         self.position += 1;
