@@ -3,6 +3,7 @@
 //!
 //! Start at [`Store::open`]. The behaviour contract is SPEC.md; the design is docs/design.md.
 
+mod arena;
 mod batch;
 mod catalog;
 mod clock;

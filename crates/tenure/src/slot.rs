@@ -7,11 +7,11 @@
 //! | u32        | taken (top bit), u32 |              | (56 B, maybe unused)   |             |
 //! ```
 //!
-//! With a 24-byte key (a 32-byte index key) a slot is 104 bytes, which glibc serves from a
-//! 112-byte chunk. `triomphe::ThinArc`, which this replaces, kept a 64-bit count and a 64-bit
-//! length: 120 bytes and a 128-byte chunk, 16 bytes more per key.
+//! With a 24-byte key (a 32-byte index key) a slot is 104 bytes, taken from the slot arena
+//! (`arena.rs`) without malloc's header and rounding. (`triomphe::ThinArc`, which this
+//! replaced, kept a 64-bit count and a 64-bit length: 120 bytes and a 128-byte malloc chunk;
+//! this layout from malloc took a 112-byte chunk.)
 
-use std::alloc::Layout;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crossbeam_epoch::Atomic;
 
+use crate::arena;
 use crate::index::VersionNode;
 
 /// The bit of `SlotHeader::length_and_room` that says the room holds a node.
@@ -28,9 +29,12 @@ const ROOM_TAKEN: u32 = 1 << 31;
 /// progress or an epoch callback): abort, as `std::sync::Arc` does, rather than wrap.
 const MAXIMUM_REFERENCES: u32 = u32::MAX / 2;
 
-/// The longest index key a slot holds: its length shares a word with the room's flag.
-/// `Limits::max_key_bytes` is checked against it when a store opens.
-pub(crate) const MAXIMUM_INDEX_KEY_BYTES: usize = (ROOM_TAKEN - 1) as usize;
+/// The longest index key a slot holds: a slot is at most the largest allocation of the slot
+/// arena. `Limits::max_key_bytes` is checked against it when a store opens.
+pub(crate) const MAXIMUM_INDEX_KEY_BYTES: usize =
+    arena::MAXIMUM_ALLOCATION_BYTES - std::mem::size_of::<SlotHeader>();
+// Its length also fits the 31 bits beside the room's flag.
+const _: () = assert!(MAXIMUM_INDEX_KEY_BYTES < ROOM_TAKEN as usize);
 
 #[repr(C)]
 pub(crate) struct SlotHeader {
@@ -90,13 +94,9 @@ impl ItemSlot {
             index_key.len() <= MAXIMUM_INDEX_KEY_BYTES,
             "keys are checked against Limits::max_key_bytes, which is at most {MAXIMUM_INDEX_KEY_BYTES}"
         );
-        let layout = layout_for(index_key.len());
-        // SAFETY: the layout is never zero-sized (the header alone is 72 bytes).
-        let pointer = unsafe { std::alloc::alloc(layout) }.cast::<SlotHeader>();
-        let Some(pointer) = NonNull::new(pointer) else {
-            std::alloc::handle_alloc_error(layout);
-        };
-        // SAFETY: a fresh allocation of `layout`: the header, then room for the key.
+        let pointer = arena::allocate(std::mem::size_of::<SlotHeader>() + index_key.len())
+            .cast::<SlotHeader>();
+        // SAFETY: a fresh, 8-byte-aligned allocation: the header, then room for the key.
         unsafe {
             pointer.as_ptr().write(SlotHeader {
                 references: AtomicU32::new(1),
@@ -194,11 +194,10 @@ impl Drop for ItemSlot {
             return;
         }
         std::sync::atomic::fence(Ordering::Acquire);
-        let length = self.index_key().len();
         // SAFETY: the last reference: nothing else can reach the allocation.
         unsafe {
             std::ptr::drop_in_place(self.0.as_ptr());
-            std::alloc::dealloc(self.0.as_ptr().cast(), layout_for(length));
+            arena::release(self.0.cast());
         }
     }
 }
@@ -210,14 +209,6 @@ impl std::fmt::Debug for ItemSlot {
             .field("index_key", &self.index_key())
             .finish()
     }
-}
-
-fn layout_for(index_key_length: usize) -> Layout {
-    Layout::from_size_align(
-        std::mem::size_of::<SlotHeader>() + index_key_length,
-        std::mem::align_of::<SlotHeader>(),
-    )
-    .expect("a slot's size is far below isize::MAX")
 }
 
 /// Where the index key's bytes start: right after the header.

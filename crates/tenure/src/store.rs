@@ -63,6 +63,11 @@ impl std::ops::Deref for Store {
     }
 }
 
+/// The longest key any store takes (`Limits::max_key_bytes` is checked against it at open):
+/// an index key, the 8-byte container id and the key, lives in a slot, whose size the slot
+/// arena bounds (`slot.rs`, `arena.rs`).
+const KEY_BYTES_CEILING: usize = crate::slot::MAXIMUM_INDEX_KEY_BYTES - 8;
+
 impl Store {
     /// Opens the store in directory `path`, creating it if needed.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
@@ -71,13 +76,11 @@ impl Store {
 
     /// Opens a store on any [`Storage`] (tests use the simulated disk).
     pub fn open_with_storage(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        // An index key is the 8-byte container id and the key (`slot.rs` bounds its length).
-        let key_bytes_ceiling = crate::slot::MAXIMUM_INDEX_KEY_BYTES - 8;
-        if !(1..=key_bytes_ceiling).contains(&options.limits.max_key_bytes) {
+        if !(1..=KEY_BYTES_CEILING).contains(&options.limits.max_key_bytes) {
             return Err(Error::invalid(
                 "limits.max_key_bytes",
                 format!(
-                    "must be 1..={key_bytes_ceiling}, got {}",
+                    "must be 1..={KEY_BYTES_CEILING}, got {}",
                     options.limits.max_key_bytes
                 ),
             ));
@@ -701,6 +704,22 @@ pub(crate) fn replay_record(
         )
     };
     let record = codec::decode(payload).map_err(corrupt)?;
+    // Writes check keys against the limit the store opened with, which is at most the
+    // slot's; a longer key in the log is damage (or a build without that bound).
+    let key_fits = |key: &[u8]| key.len() <= KEY_BYTES_CEILING;
+    let keys_fit = match &record {
+        DecodedRecord::Items(items) => items.iter().all(|item| key_fits(item.write.key)),
+        DecodedRecord::RelocatedItems(items) => {
+            items.iter().all(|(_, item)| key_fits(item.write.key))
+        }
+        DecodedRecord::ItemCoordination { key, .. } => key_fits(key),
+        _ => true,
+    };
+    if !keys_fit {
+        return Err(corrupt(&format!(
+            "a key is longer than {KEY_BYTES_CEILING} bytes"
+        )));
+    }
     match record {
         DecodedRecord::Items(items) => {
             for item in items {

@@ -922,11 +922,13 @@ fn update_returns_the_written_item_with_its_new_times() {
     assert_eq!(updated.last_modified, START_MICROS + 7 * MICROS_PER_SECOND);
 }
 
-/// Limits are checked when the store opens: a slot records its index key's length in 31 bits.
+/// Limits are checked when the store opens: a key lives in a slot, which the slot arena
+/// bounds to 64 KiB of index key (the 8-byte container id and the key).
 #[test]
 fn an_unusable_key_limit_fails_the_open_naming_it_and_creates_nothing() {
+    const KEY_BYTES_CEILING: usize = (64 << 10) - 8;
     let clock = tenure::ManualClock::new(START_MICROS);
-    for max_key_bytes in [0, 1 << 31] {
+    for max_key_bytes in [0, KEY_BYTES_CEILING + 1, 1 << 31] {
         let disk = SimStorage::new();
         let mut store_options = options(&clock);
         store_options.limits.max_key_bytes = max_key_bytes;
@@ -940,4 +942,38 @@ fn an_unusable_key_limit_fails_the_open_naming_it_and_creates_nothing() {
         );
         assert!(disk.file_names().is_empty(), "the open wrote nothing");
     }
+}
+
+#[test]
+fn the_longest_key_a_store_can_take_is_written_and_read_back_across_a_reopen() {
+    const KEY_BYTES_CEILING: usize = (64 << 10) - 8;
+    let clock = tenure::ManualClock::new(START_MICROS);
+    let disk = SimStorage::new();
+    let open = || {
+        let mut store_options = options(&clock);
+        store_options.limits.max_key_bytes = KEY_BYTES_CEILING;
+        Store::open_with_storage(Arc::new(disk.clone()), store_options).unwrap()
+    };
+    let key: Vec<u8> = (0..KEY_BYTES_CEILING)
+        .map(|index| (index % 251) as u8)
+        .collect();
+    let store = open();
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let etag = store
+        .put("c", &key, b"value", &WriteOptions::default())
+        .unwrap();
+    let too_long = [key.as_slice(), b"!"].concat();
+    assert_eq!(
+        code(store.put("c", &too_long, b"value", &WriteOptions::default())),
+        ErrorCode::InvalidArgument
+    );
+    store.close().unwrap();
+    let store = open();
+    let item = store.get("c", &key, &ReadOptions::default()).unwrap();
+    assert_eq!(
+        (item.value.as_deref(), item.etag),
+        (Some(&b"value"[..]), etag)
+    );
 }

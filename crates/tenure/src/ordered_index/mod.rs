@@ -357,7 +357,7 @@ impl Leaf {
         right
             .next
             .store(self.next.load(Ordering::Relaxed), Ordering::Relaxed);
-        let right = Box::into_raw(Box::new(right)) as usize as u64;
+        let right = allocate_node(right);
         // Release: a walk that follows the link sees the sibling whole.
         self.next.store(right, Ordering::Release);
         narrow(&self.header, &self.heads, &self.slots, middle, separator);
@@ -405,7 +405,7 @@ impl Inner {
             0..right_count,
             right_prefix,
         );
-        let right = Box::into_raw(Box::new(right)) as usize as u64;
+        let right = allocate_node(right);
         narrow(
             &self.header,
             &self.heads,
@@ -472,6 +472,30 @@ fn child_for<'a>(node: &'a Header, version: u64, key: &[u8]) -> Result<(&'a Head
     Ok((child, child_version))
 }
 
+/// A node's word: the node placed in the slot arena (`arena.rs`), which keeps the tree on
+/// huge pages with the slots, without malloc's per-block header.
+fn allocate_node<T>(node: T) -> u64 {
+    assert!(
+        std::mem::align_of::<T>() <= 8,
+        "the arena aligns to 8 bytes"
+    );
+    let pointer = crate::arena::allocate(std::mem::size_of::<T>()).cast::<T>();
+    // SAFETY: fresh memory of `T`'s size, 8-byte aligned (as every node field is).
+    unsafe { pointer.as_ptr().write(node) };
+    pointer.as_ptr() as usize as u64
+}
+
+/// # Safety
+/// `word` came from `allocate_node::<T>` and is freed once, when no one can reach it.
+unsafe fn free_node<T>(word: u64) {
+    let pointer = word as usize as *mut T;
+    // SAFETY: the caller's promise.
+    unsafe {
+        std::ptr::drop_in_place(pointer);
+        crate::arena::release(std::ptr::NonNull::new_unchecked(pointer.cast()));
+    }
+}
+
 /// Starts loading every cache line of the node at `word` (a leaf's, or an inner node's): a
 /// binary search over its heads then finds them all arriving at once, where it would wait for
 /// one line at a time.
@@ -501,9 +525,9 @@ pub(crate) struct OrderedIndex {
 
 impl OrderedIndex {
     pub(crate) fn new() -> OrderedIndex {
-        let root = Box::into_raw(Box::new(Leaf::new(0, 0)));
+        let root = allocate_node(Leaf::new(0, 0));
         OrderedIndex {
-            root: AtomicU64::new(root as usize as u64),
+            root: AtomicU64::new(root),
         }
     }
 
@@ -614,7 +638,7 @@ impl OrderedIndex {
                 root.children[0].store(word_of(node), Ordering::Relaxed);
                 root.children[1].store(right, Ordering::Relaxed);
                 root.header.count.store(1, Ordering::Relaxed);
-                let root = Box::into_raw(Box::new(root)) as usize as u64;
+                let root = allocate_node(root);
                 self.root.store(root, Ordering::Release);
                 node.unlock();
             }
@@ -739,20 +763,24 @@ impl Drop for OrderedIndex {
             let header = unsafe { node_at(node) };
             let count = header.count();
             if header.height == 0 {
-                // SAFETY: a leaf, allocated by `Box::new`.
-                let leaf = unsafe { Box::from_raw(node as usize as *mut Leaf) };
+                // SAFETY: a leaf.
+                let leaf = unsafe { header.as_leaf() };
                 for slot in &leaf.slots[..count] {
                     let pointer = slot.load(Ordering::Relaxed) as usize as *const c_void;
                     // SAFETY: the leaf's own reference, given back once.
                     drop(unsafe { ItemSlot::from_raw(pointer) });
                 }
+                // SAFETY: a leaf of `allocate_node`, freed once.
+                unsafe { free_node::<Leaf>(node) };
             } else {
-                // SAFETY: an inner node, allocated by `Box::new`.
-                let inner = unsafe { Box::from_raw(node as usize as *mut Inner) };
+                // SAFETY: an inner node.
+                let inner = unsafe { header.as_inner() };
                 for child in &inner.children[..=count] {
                     // SAFETY: each child hangs from one parent.
                     unsafe { free(child.load(Ordering::Relaxed)) };
                 }
+                // SAFETY: an inner node of `allocate_node`, freed once.
+                unsafe { free_node::<Inner>(node) };
             }
         }
         // SAFETY: `&mut self`: nothing else can reach the tree.
