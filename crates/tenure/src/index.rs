@@ -238,7 +238,7 @@ impl ItemSlot {
         guard: &'g Guard,
     ) -> Result<Shared<'g, VersionNode>, HeadMoved> {
         node.older.store(expected, Ordering::Relaxed);
-        let new = match self.claim_inline_node() {
+        let new = match self.take_room() {
             Some(room) => {
                 // SAFETY: the claim makes the room ours, and nothing reaches it until the
                 // exchange below publishes it.
@@ -263,25 +263,25 @@ impl ItemSlot {
         }
     }
 
-    fn inline_node_pointer(&self) -> *mut VersionNode {
+    fn room_node(&self) -> *mut VersionNode {
         self.header().room.get().cast()
     }
 
-    fn is_inline_node(&self, node: Shared<'_, VersionNode>) -> bool {
-        std::ptr::eq(node.as_raw(), self.inline_node_pointer())
+    fn is_room_node(&self, node: Shared<'_, VersionNode>) -> bool {
+        std::ptr::eq(node.as_raw(), self.room_node())
     }
 
-    fn claim_inline_node(&self) -> Option<*mut VersionNode> {
-        self.claim_room().then(|| self.inline_node_pointer())
+    fn take_room(&self) -> Option<*mut VersionNode> {
+        self.claim_room().then(|| self.room_node())
     }
 
     /// Drops the node in the slot's room and frees the room for the next install.
     ///
     /// # Safety
     /// The room holds a node that nothing can reach any more.
-    unsafe fn release_inline_node(&self) {
+    unsafe fn drop_room_node(&self) {
         // SAFETY: the caller's promise.
-        unsafe { std::ptr::drop_in_place(self.inline_node_pointer()) };
+        unsafe { std::ptr::drop_in_place(self.room_node()) };
         self.release_room();
     }
 
@@ -290,9 +290,9 @@ impl ItemSlot {
     /// # Safety
     /// `node` came from `install` of this slot and no other thread has seen it.
     unsafe fn discard(&self, node: Shared<'_, VersionNode>) {
-        if self.is_inline_node(node) {
+        if self.is_room_node(node) {
             // SAFETY: the caller's promise.
-            unsafe { self.release_inline_node() };
+            unsafe { self.drop_room_node() };
         } else {
             // SAFETY: the caller's promise: a heap node no one else holds.
             drop(unsafe { node.into_owned() });
@@ -304,11 +304,11 @@ impl ItemSlot {
     /// # Safety
     /// `node` was this slot's, and is now unreachable from its head.
     pub(crate) unsafe fn retire(&self, node: Shared<'_, VersionNode>, guard: &Guard) {
-        if self.is_inline_node(node) {
+        if self.is_room_node(node) {
             // The callback keeps the slot alive until it has run.
             let slot = self.clone();
             // SAFETY: unlinked, so once the guards of today are gone nothing reaches it.
-            guard.defer(move || unsafe { slot.release_inline_node() });
+            guard.defer(move || unsafe { slot.drop_room_node() });
         } else {
             // SAFETY: readers that still hold it are protected by their guards.
             unsafe { guard.defer_destroy(node) };

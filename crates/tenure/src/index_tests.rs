@@ -63,14 +63,11 @@ fn the_first_install_takes_the_room_and_a_retired_room_is_taken_again() {
     let first = slot
         .install(Shared::null(), node(1, COMMITTED, true), &guard)
         .unwrap();
-    assert!(slot.is_inline_node(first));
+    assert!(slot.is_room_node(first));
     let second = slot
         .install(first, node(2, COMMITTED, false), &guard)
         .unwrap();
-    assert!(
-        !slot.is_inline_node(second),
-        "the room still holds version 1"
-    );
+    assert!(!slot.is_room_node(second), "the room still holds version 1");
     slot.prune(2, &guard);
     assert!(
         slot.room_is_taken(),
@@ -84,7 +81,7 @@ fn the_first_install_takes_the_room_and_a_retired_room_is_taken_again() {
     let third = slot
         .install(head, node(3, COMMITTED, false), &guard)
         .unwrap();
-    assert!(slot.is_inline_node(third));
+    assert!(slot.is_room_node(third));
     let versions: Vec<Version> = std::iter::successors(
         // SAFETY: reachable under `guard`.
         unsafe { slot.head().load(Ordering::Acquire, &guard).as_ref() },
@@ -121,7 +118,7 @@ fn an_install_that_loses_its_race_gives_the_room_back_at_once() {
     let third = slot
         .install(winner, node(3, COMMITTED, true), &guard)
         .unwrap();
-    assert!(slot.is_inline_node(third));
+    assert!(slot.is_room_node(third));
 }
 
 #[test]
@@ -156,7 +153,7 @@ fn racing_first_installs_leave_one_node_and_a_consistent_room() {
             .is_null());
         assert_eq!(
             slot.room_is_taken(),
-            slot.is_inline_node(head),
+            slot.is_room_node(head),
             "the room is taken exactly when the winner's node is in it"
         );
     }
@@ -201,7 +198,7 @@ fn readers_never_see_the_room_reused_under_them() {
         let installed = slot
             .install(head, node(version, COMMITTED, version % 3 == 0), &guard)
             .unwrap();
-        inline_installs += usize::from(slot.is_inline_node(installed));
+        inline_installs += usize::from(slot.is_room_node(installed));
         slot.prune(version, &guard);
         newest.store(version, Ordering::Release);
     }
