@@ -126,12 +126,14 @@ impl ItemSlot {
 
     /// Claims the room; false when it holds a node already.
     pub(crate) fn claim_room(&self) -> bool {
+        let word = &self.header().length_and_room;
+        // A plain load first: an update of a key whose room holds a live version (the common
+        // case once a key is rewritten) then skips the locked read-modify-write.
+        if word.load(Ordering::Relaxed) & ROOM_TAKEN != 0 {
+            return false;
+        }
         // Acquire: the drop of the room's previous node (before its release) happens first.
-        self.header()
-            .length_and_room
-            .fetch_or(ROOM_TAKEN, Ordering::Acquire)
-            & ROOM_TAKEN
-            == 0
+        word.fetch_or(ROOM_TAKEN, Ordering::Acquire) & ROOM_TAKEN == 0
     }
 
     /// Frees the room for the next claim, its node already dropped.
