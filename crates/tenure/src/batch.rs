@@ -516,9 +516,13 @@ impl<'store> Batch<'store> {
         for (entry, shared, written) in &installed {
             if *written {
                 // SAFETY: our own node, alive under `guard`.
-                unsafe { shared.deref() }
-                    .status
-                    .store(COMMITTED, Ordering::Release);
+                let node = unsafe { shared.deref() };
+                node.status.store(COMMITTED, Ordering::Release);
+                if let Some(location) = node.value() {
+                    store
+                        .index
+                        .note_value_location(entry.slot.index_key(), location);
+                }
             } else {
                 entry.slot.uninstall(*shared, &guard);
             }

@@ -368,13 +368,14 @@ impl StoreShared {
             }
             // SAFETY: nodes reachable from a slot are freed only through the epoch.
             let current = unsafe { head.deref() };
+            let value = relocation.value.as_ref().map(|value| {
+                ValueLocation::new(record_start + value_offset as u64, value.len() as u32)
+            });
             let copy = Owned::new(VersionNode::new(NewVersion {
                 version: relocation.version,
                 etag_version: relocation.etag_version,
                 status: COMMITTED,
-                value: relocation.value.as_ref().map(|value| {
-                    ValueLocation::new(record_start + value_offset as u64, value.len() as u32)
-                }),
+                value,
                 last_modified: relocation.last_modified,
                 expires_at: relocation.expires_at,
                 properties: properties_box(
@@ -393,6 +394,10 @@ impl StoreShared {
             {
                 // SAFETY: unlinked by the exchange.
                 unsafe { relocation.slot.retire(head, &guard) };
+                if let Some(location) = value {
+                    self.index
+                        .note_value_location(relocation.slot.index_key(), location);
+                }
                 relocated += 1;
             } else {
                 lost.push(relocation.candidate);

@@ -229,3 +229,25 @@ fn dropping_a_slot_frees_its_chain_and_its_room() {
         .is_err());
     drop(claimed_but_lost);
 }
+
+#[test]
+fn a_lookup_prefetches_where_the_keys_last_value_was_written_in_any_log_window() {
+    let index = Index::new();
+    let key = b"\0\0\0\0\0\0\0\x01item";
+    let offsets_seen = |index: &Index| {
+        let mut offsets = Vec::new();
+        let found =
+            index.with_slot_prefetching(key, |offset| offsets.push(offset), |slot| slot.is_some());
+        (found, offsets)
+    };
+    assert_eq!(offsets_seen(&index), (false, vec![]));
+    index.get_or_insert(key);
+    assert_eq!(offsets_seen(&index), (true, vec![]), "no value written yet");
+    // A hint keeps the value's cache line, so the offset comes back rounded down to it.
+    index.note_value_location(key, ValueLocation::new(64 * 1_000 + 17, 150));
+    assert_eq!(offsets_seen(&index), (true, vec![64 * 1_000]));
+    // Past 2^32 lines (256 GiB of log) the reader completes hints with the newest window.
+    let far = (5u64 << 38) + 64 * 3 + 5;
+    index.note_value_location(key, ValueLocation::new(far, 150));
+    assert_eq!(offsets_seen(&index), (true, vec![far - 5]));
+}

@@ -372,16 +372,17 @@ impl StoreShared {
                 Ok::<_, Error>((reservation, value_offset))
             })?;
             let version = reservation.version();
+            let value_location = value.map(|value| {
+                ValueLocation::new(
+                    reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
+                    value.len() as u32,
+                )
+            });
             let node = VersionNode::new(NewVersion {
                 version,
                 etag_version: version,
                 status: COMMITTED,
-                value: value.map(|value| {
-                    ValueLocation::new(
-                        reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
-                        value.len() as u32,
-                    )
-                }),
+                value: value_location,
                 last_modified: now,
                 expires_at,
                 properties: properties_box(properties.content_type.as_deref(), properties.metadata),
@@ -390,6 +391,9 @@ impl StoreShared {
             self.index.note_expiry(expires_at);
             match slot.install(head, node, &guard) {
                 Ok(installed) => {
+                    if let Some(location) = value_location {
+                        self.index.note_value_location(&key_bytes, location);
+                    }
                     reservation.commit()?;
                     // A container deleted before this write (earlier in the log) took it along.
                     if incarnation.deleted_version.load(Ordering::Acquire) < version {
