@@ -439,14 +439,8 @@ impl StoreShared {
         // A hint's lines are loading while the slot is: a cold get waits for two cache misses
         // in a row (bucket, then slot and value together) instead of three.
         let prefetch_value = |offset: u64| {
-            if !with_value {
-                return;
-            }
-            if let Ok(bytes) = self.log.read_bytes(offset, 1, &guard) {
-                let start = bytes.as_ptr();
-                for line in 0..PREFETCHED_VALUE_LINES {
-                    crate::index::prefetch(start.wrapping_add(64 * line));
-                }
+            if with_value {
+                self.log.prefetch(offset, PREFETCHED_VALUE_LINES, &guard);
             }
         };
         self.index

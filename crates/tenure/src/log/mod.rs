@@ -304,6 +304,24 @@ impl Log {
         self.shared.payload(location, guard)
     }
 
+    /// Starts loading `lines` cache lines of the log from global offset `offset`, if a
+    /// segment maps it: a hint that may be wrong (a value hint, `point_index.rs`), so nothing
+    /// is read and a miss costs no error.
+    pub(crate) fn prefetch(&self, offset: u64, lines: usize, guard: &Guard) {
+        let shared = &self.shared;
+        let Some(segment) = shared.segments.get(offset / shared.slot_size, guard) else {
+            return;
+        };
+        let local = offset - segment.first_slot * shared.slot_size;
+        if local < segment.length() {
+            // SAFETY: inside the mapping, which lives while `guard` does; only prefetched.
+            let start = unsafe { segment.bytes_from(local) }.as_ptr();
+            for line in 0..lines {
+                crate::index::prefetch(start.wrapping_add(64 * line));
+            }
+        }
+    }
+
     /// `length` bytes at global offset `offset`, borrowed from the map for as long as `guard`.
     /// For bytes the caller knows are inside complete records (the index only points there).
     pub fn read_bytes<'g>(&self, offset: u64, length: usize, guard: &'g Guard) -> Result<&'g [u8]> {
