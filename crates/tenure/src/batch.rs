@@ -521,7 +521,7 @@ impl<'store> Batch<'store> {
                 if let Some(location) = node.value() {
                     store
                         .index
-                        .note_value_location(entry.slot.index_key(), location);
+                        .note_value_location(entry.slot.index_key(), None, location);
                 }
             } else {
                 entry.slot.uninstall(*shared, &guard);

@@ -396,7 +396,7 @@ impl StoreShared {
                 unsafe { relocation.slot.retire(head, &guard) };
                 if let Some(location) = value {
                     self.index
-                        .note_value_location(relocation.slot.index_key(), location);
+                        .note_value_location(relocation.slot.index_key(), None, location);
                 }
                 relocated += 1;
             } else {

@@ -12,7 +12,7 @@
 //! - Versions no snapshot can see are unlinked by `prune` and freed through crossbeam-epoch.
 
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use crossbeam_epoch::{Atomic, Guard, Owned, Shared};
 use crossbeam_utils::Backoff;
@@ -462,15 +462,28 @@ impl Index {
 
     /// Records where `index_key`'s newest value now is, for [`Index::with_slot_prefetching`]:
     /// called once a version with a value is installed (a write, a batch, the replay at open,
-    /// compaction's copy).
-    pub fn note_value_location(&self, index_key: &[u8], location: ValueLocation) {
+    /// compaction's copy). `hint_cell`, from [`Index::get_with_hint_cell`], saves finding the
+    /// key's bucket again.
+    pub fn note_value_location(
+        &self,
+        index_key: &[u8],
+        hint_cell: Option<&AtomicU32>,
+        location: ValueLocation,
+    ) {
         let (hint, window) = value_hint(location.offset());
         // The load keeps the common case (the same window) a shared read.
         if window > self.value_hint_window.load(Ordering::Relaxed) {
             self.value_hint_window.fetch_max(window, Ordering::Relaxed);
         }
-        let guard = crossbeam_epoch::pin();
-        self.points.set_value_hint(index_key, hint, &guard);
+        match hint_cell {
+            Some(cell) => cell.store(hint, Ordering::Relaxed),
+            None => {
+                let guard = crossbeam_epoch::pin();
+                if let Some((_, cell)) = self.points.get_with_hint_cell(index_key, &guard) {
+                    cell.store(hint, Ordering::Relaxed);
+                }
+            }
+        }
     }
 
     /// [`Index::with_slot`] that calls `prefetch_value` with the log offset where the key's
@@ -518,6 +531,18 @@ impl Index {
 
     pub fn get_or_insert(&self, index_key: &[u8]) -> ItemSlot {
         self.get_or_insert_slot(index_key, true)
+    }
+
+    /// [`Index::get`] for a writer: the slot with its bucket's value-hint cell, to pass to
+    /// [`Index::note_value_location`] once the write is in.
+    pub fn get_with_hint_cell<'g>(
+        &self,
+        index_key: &[u8],
+        guard: &'g Guard,
+    ) -> Option<(ItemSlot, &'g AtomicU32)> {
+        self.points
+            .get_with_hint_cell(index_key, guard)
+            .map(|(slot, cell)| (ItemSlot::clone(&slot), cell))
     }
 
     /// [`Index::get_or_insert`] for the replay at open, which no one else sees: the slot goes

@@ -244,10 +244,17 @@ fn a_lookup_prefetches_where_the_keys_last_value_was_written_in_any_log_window()
     index.get_or_insert(key);
     assert_eq!(offsets_seen(&index), (true, vec![]), "no value written yet");
     // A hint keeps the value's cache line, so the offset comes back rounded down to it.
-    index.note_value_location(key, ValueLocation::new(64 * 1_000 + 17, 150));
+    index.note_value_location(key, None, ValueLocation::new(64 * 1_000 + 17, 150));
     assert_eq!(offsets_seen(&index), (true, vec![64 * 1_000]));
     // Past 2^32 lines (256 GiB of log) the reader completes hints with the newest window.
     let far = (5u64 << 38) + 64 * 3 + 5;
-    index.note_value_location(key, ValueLocation::new(far, 150));
+    index.note_value_location(key, None, ValueLocation::new(far, 150));
     assert_eq!(offsets_seen(&index), (true, vec![far - 5]));
+    // A writer that found the key's bucket sets the hint through it.
+    let guard = crossbeam_epoch::pin();
+    let (_, cell) = index
+        .get_with_hint_cell(key, &guard)
+        .expect("the key has a slot");
+    index.note_value_location(key, Some(cell), ValueLocation::new(64 * 7, 150));
+    assert_eq!(offsets_seen(&index), (true, vec![(5u64 << 38) + 64 * 7]));
 }

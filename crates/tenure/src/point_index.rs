@@ -285,13 +285,17 @@ impl PointIndex {
             .map(|(slot, _)| slot)
     }
 
-    /// Sets the value hint of `index_key`'s bucket, if it has one (a key's slot is added
-    /// before its first version, so a written key has one).
-    pub(crate) fn set_value_hint(&self, index_key: &[u8], hint: u32, guard: &Guard) {
+    /// The slot of `index_key` and its bucket's value hint, to set once the writer knows
+    /// where the new value is: borrowed for as long as `guard`. Should the table be replaced
+    /// meanwhile, the hint lands in the old table and the key's next get goes without it.
+    pub(crate) fn get_with_hint_cell<'g>(
+        &self,
+        index_key: &[u8],
+        guard: &'g Guard,
+    ) -> Option<(SlotView<'g>, &'g AtomicU32)> {
         let (table, hash) = self.table_and_hash(index_key, guard);
-        if let Ok((_, bucket)) = table.probe(hash, index_key, |_| {}) {
-            table.value_hints[bucket].store(hint, Ordering::Relaxed);
-        }
+        let (slot, bucket) = table.probe(hash, index_key, |_| {}).ok()?;
+        Some((slot, &table.value_hints[bucket]))
     }
 
     /// The table of `index_key`'s shard, and the key's hash.
@@ -453,6 +457,7 @@ mod tests {
 
     #[test]
     fn a_lookup_hands_over_the_keys_value_hint_before_reading_its_slot_and_growth_keeps_it() {
+        use std::sync::atomic::Ordering;
         let index = PointIndex::new();
         let guard = crossbeam_epoch::pin();
         index.insert(ItemSlot::new(&key(0))).unwrap();
@@ -461,18 +466,22 @@ mod tests {
             let found = index.get_hinted(&key(n), &guard, |hint| hints.push(hint));
             (found.is_some(), hints)
         };
+        let set_hint = |n: u32, hint: u32| {
+            let (slot, cell) = index.get_with_hint_cell(&key(n), &guard).unwrap();
+            assert_eq!(slot.index_key(), &key(n)[..]);
+            cell.store(hint, Ordering::Relaxed);
+        };
         assert_eq!(hints_of(0), (true, vec![]), "no hint was set");
-        index.set_value_hint(&key(0), 77, &guard);
+        set_hint(0, 77);
         assert_eq!(hints_of(0), (true, vec![77]));
-        index.set_value_hint(&key(5), 99, &guard);
         assert!(
-            !hints_of(5).0,
-            "a key without a slot gets no bucket, so no hint"
+            index.get_with_hint_cell(&key(5), &guard).is_none(),
+            "no slot, no bucket"
         );
         // Thousands of keys later every table has been replaced several times over.
         for n in 1..5_000 {
             index.insert(ItemSlot::new(&key(n))).unwrap();
-            index.set_value_hint(&key(n), n + 1_000, &guard);
+            set_hint(n, n + 1_000);
         }
         let (found, hints) = hints_of(0);
         assert!(found);

@@ -973,7 +973,7 @@ fn install_replayed(
         // Nothing can see older versions at open.
         slot.prune(version, guard);
         if let Some(location) = value {
-            index.note_value_location(slot.index_key(), location);
+            index.note_value_location(slot.index_key(), None, location);
         }
     }
 }
