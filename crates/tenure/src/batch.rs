@@ -11,7 +11,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crossbeam_epoch::Shared;
@@ -131,6 +131,9 @@ impl Seen {
 
 struct Touched<'g> {
     slot: ItemSlot,
+    /// The key's value-hint cell, when the key had a slot before the batch
+    /// (`Index::get_with_hint_cell`).
+    hint_cell: Option<&'g AtomicU32>,
     incarnation: Arc<Incarnation>,
     head: Shared<'g, VersionNode>,
     seen: Seen,
@@ -354,7 +357,12 @@ impl<'store> Batch<'store> {
             let position = match positions.entry((incarnation.id, key)) {
                 Entry::Occupied(occupied) => *occupied.get(),
                 Entry::Vacant(vacant) => {
-                    let slot = store.index.get_or_insert(&index_key(incarnation.id, key));
+                    let index_key = index_key(incarnation.id, key);
+                    let (slot, hint_cell) = match store.index.get_with_hint_cell(&index_key, &guard)
+                    {
+                        Some((slot, hint_cell)) => (slot, Some(hint_cell)),
+                        None => (store.index.get_or_insert(&index_key), None),
+                    };
                     let head = slot.settled_head(&guard);
                     // SAFETY: nodes reachable from a slot are freed only through the epoch.
                     let facts = unsafe { head.as_ref() }
@@ -366,6 +374,7 @@ impl<'store> Batch<'store> {
                         .unwrap_or_default();
                     touched.push(Touched {
                         slot,
+                        hint_cell,
                         incarnation,
                         head,
                         existed_before: facts.is_some(),
@@ -519,9 +528,11 @@ impl<'store> Batch<'store> {
                 let node = unsafe { shared.deref() };
                 node.status.store(COMMITTED, Ordering::Release);
                 if let Some(location) = node.value() {
-                    store
-                        .index
-                        .note_value_location(entry.slot.index_key(), None, location);
+                    store.index.note_value_location(
+                        entry.slot.index_key(),
+                        entry.hint_cell,
+                        location,
+                    );
                 }
             } else {
                 entry.slot.uninstall(*shared, &guard);
