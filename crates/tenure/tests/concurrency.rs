@@ -100,15 +100,23 @@ fn bank_transfers_in_batches_keep_the_total_constant_in_every_snapshot() {
             .unwrap();
     }
     let store = Arc::new(store);
+    // Writers go on until the checker has taken this many snapshots while they ran: on 2 CPUs
+    // they could otherwise finish their transfers before it took one.
+    const SNAPSHOTS_WHILE_WRITING: u64 = 100;
+    let snapshots_checked = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let read_balance =
         |item: tenure::Item| u64::from_le_bytes(item.value.unwrap().try_into().unwrap());
     let writers: Vec<_> = (0..2u64)
         .map(|thread| {
             let store = Arc::clone(&store);
+            let snapshots_checked = Arc::clone(&snapshots_checked);
             std::thread::spawn(move || {
                 let mut transfers = 0;
                 let mut seed = thread + 1;
-                while transfers < 1500 {
+                while transfers < 1500
+                    || snapshots_checked.load(std::sync::atomic::Ordering::Relaxed)
+                        < SNAPSHOTS_WHILE_WRITING
+                {
                     seed = seed
                         .wrapping_mul(6364136223846793005)
                         .wrapping_add(1442695040888963407);
@@ -150,7 +158,6 @@ fn bank_transfers_in_batches_keep_the_total_constant_in_every_snapshot() {
             })
         })
         .collect();
-    let mut snapshots_checked = 0;
     while writers.iter().any(|writer| !writer.is_finished()) {
         let snapshot = store.snapshot().unwrap();
         let total: u64 = (0..ACCOUNTS)
@@ -171,10 +178,12 @@ fn bank_transfers_in_batches_keep_the_total_constant_in_every_snapshot() {
             .map(read_balance)
             .sum();
         assert_eq!(listed, ACCOUNTS * INITIAL);
-        snapshots_checked += 1;
+        snapshots_checked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     for writer in writers {
         writer.join().unwrap();
     }
-    assert!(snapshots_checked > 0);
+    assert!(
+        snapshots_checked.load(std::sync::atomic::Ordering::Relaxed) >= SNAPSHOTS_WHILE_WRITING
+    );
 }
