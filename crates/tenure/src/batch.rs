@@ -131,9 +131,8 @@ impl Seen {
 
 struct Touched<'g> {
     slot: ItemSlot,
-    /// The key's value-hint cell, when the key had a slot before the batch
-    /// (`Index::get_with_hint_cell`).
-    hint_cell: Option<&'g AtomicU32>,
+    /// The key's value-hint cell (`Index::get_or_insert_with_hint_cell`).
+    hint_cell: &'g AtomicU32,
     incarnation: Arc<Incarnation>,
     head: Shared<'g, VersionNode>,
     seen: Seen,
@@ -358,11 +357,8 @@ impl<'store> Batch<'store> {
                 Entry::Occupied(occupied) => *occupied.get(),
                 Entry::Vacant(vacant) => {
                     let index_key = index_key(incarnation.id, key);
-                    let (slot, hint_cell) = match store.index.get_with_hint_cell(&index_key, &guard)
-                    {
-                        Some((slot, hint_cell)) => (slot, Some(hint_cell)),
-                        None => (store.index.get_or_insert(&index_key), None),
-                    };
+                    let (slot, hint_cell) =
+                        store.index.get_or_insert_with_hint_cell(&index_key, &guard);
                     let head = slot.settled_head(&guard);
                     // SAFETY: nodes reachable from a slot are freed only through the epoch.
                     let facts = unsafe { head.as_ref() }
@@ -530,7 +526,7 @@ impl<'store> Batch<'store> {
                 if let Some(location) = node.value() {
                     store.index.note_value_location(
                         entry.slot.index_key(),
-                        entry.hint_cell,
+                        Some(entry.hint_cell),
                         location,
                     );
                 }

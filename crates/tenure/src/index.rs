@@ -462,8 +462,9 @@ impl Index {
 
     /// Records where `index_key`'s newest value now is, for [`Index::with_slot_prefetching`]:
     /// called once a version with a value is installed (a write, a batch, the replay at open,
-    /// compaction's copy). `hint_cell`, from [`Index::get_with_hint_cell`], saves finding the
-    /// key's bucket again.
+    /// compaction's copy). `hint_cell`, from the lookup that found or added the key's slot
+    /// ([`Index::get_or_insert_with_hint_cell`], [`Index::get_with_hint_cell`]), saves finding
+    /// its bucket again.
     pub fn note_value_location(
         &self,
         index_key: &[u8],
@@ -530,7 +531,8 @@ impl Index {
     }
 
     pub fn get_or_insert(&self, index_key: &[u8]) -> ItemSlot {
-        self.get_or_insert_slot(index_key, true)
+        self.get_or_insert_slot(index_key, true, &crossbeam_epoch::pin())
+            .0
     }
 
     /// [`Index::get`] for a writer: the slot with its bucket's value-hint cell, to pass to
@@ -545,10 +547,25 @@ impl Index {
             .map(|(slot, cell)| (ItemSlot::clone(&slot), cell))
     }
 
-    /// [`Index::get_or_insert`] for the replay at open, which no one else sees: the slot goes
-    /// into the point index only, and [`Index::finish_replay`] builds the ordered index.
-    pub fn get_or_insert_replaying(&self, index_key: &[u8]) -> ItemSlot {
-        self.get_or_insert_slot(index_key, false)
+    /// [`Index::get_or_insert`] for a writer: the slot with its bucket's value-hint cell, to
+    /// pass to [`Index::note_value_location`] once the write is in.
+    pub fn get_or_insert_with_hint_cell<'g>(
+        &self,
+        index_key: &[u8],
+        guard: &'g Guard,
+    ) -> (ItemSlot, &'g AtomicU32) {
+        self.get_or_insert_slot(index_key, true, guard)
+    }
+
+    /// [`Index::get_or_insert_with_hint_cell`] for the replay at open, which no one else
+    /// sees: the slot goes into the point index only, and [`Index::finish_replay`] builds the
+    /// ordered index.
+    pub fn get_or_insert_replaying<'g>(
+        &self,
+        index_key: &[u8],
+        guard: &'g Guard,
+    ) -> (ItemSlot, &'g AtomicU32) {
+        self.get_or_insert_slot(index_key, false, guard)
     }
 
     /// Adds every slot of the point index to the ordered index, in key order. Inserting in
@@ -563,23 +580,33 @@ impl Index {
         }
     }
 
-    fn get_or_insert_slot(&self, index_key: &[u8], ordered: bool) -> ItemSlot {
-        if let Some(slot) = self.get(index_key) {
-            return slot;
+    fn get_or_insert_slot<'g>(
+        &self,
+        index_key: &[u8],
+        ordered: bool,
+        guard: &'g Guard,
+    ) -> (ItemSlot, &'g AtomicU32) {
+        if let Some(found) = self.get_with_hint_cell(index_key, guard) {
+            return found;
         }
         let slot = ItemSlot::new(index_key);
-        if let Err(first) = self.points.insert(slot.clone()) {
-            // Another writer inserted the key first.
-            return first;
-        }
+        let hint_cell = match self.points.insert(slot.clone(), guard) {
+            Ok(hint_cell) => hint_cell,
+            // Another writer inserted the key first: its slot, which stays.
+            Err(_) => {
+                return self
+                    .get_with_hint_cell(index_key, guard)
+                    .expect("a slot once in the point index stays there");
+            }
+        };
         if !ordered {
-            return slot;
+            return (slot, hint_cell);
         }
         // The ordered index may briefly lag the point index; listings only ever miss a key
         // whose first write has not committed yet. Only the writer that inserted the slot
         // adds it, so both indexes hold the same slot.
         self.ordered.insert(slot.clone());
-        slot
+        (slot, hint_cell)
     }
 
     /// Slots with index keys in `[from, …)` that start with `prefix`, in key order, borrowed

@@ -307,18 +307,22 @@ impl PointIndex {
         (table, hash)
     }
 
-    /// Adds `slot` unless its key has a slot already; then returns that one instead.
-    pub(crate) fn insert(&self, slot: ItemSlot) -> Result<(), ItemSlot> {
+    /// Adds `slot` unless its key has a slot already; then returns that one instead. Returns
+    /// the new bucket's value-hint cell, as [`PointIndex::get_with_hint_cell`] would.
+    pub(crate) fn insert<'g>(
+        &self,
+        slot: ItemSlot,
+        guard: &'g Guard,
+    ) -> Result<&'g AtomicU32, ItemSlot> {
         let (shard, hash) = self.shard_and_hash(slot.index_key());
         let mut slots = shard.slots.lock();
-        let guard = crossbeam_epoch::pin();
-        // SAFETY: as in `get`; under the shard's lock the table cannot change.
-        let mut table = unsafe { shard.table.load(Ordering::Acquire, &guard).deref() };
+        // SAFETY: as in `table_and_hash`; under the shard's lock the table cannot change.
+        let mut table = unsafe { shard.table.load(Ordering::Acquire, guard).deref() };
         if let Ok((existing, _)) = table.probe(hash, slot.index_key(), |_| {}) {
             return Err(ItemSlot::clone(&existing));
         }
         if (*slots + 1) * 2 > table.buckets.len() {
-            table = self.grow(shard, table, &guard);
+            table = self.grow(shard, table, guard);
         }
         let Err(bucket) = table.probe(hash, slot.index_key(), |_| {}) else {
             unreachable!("the key is not in the shard (checked under its lock)");
@@ -327,7 +331,7 @@ impl PointIndex {
         assert_eq!(pointer & TAG_MASK, 0, "a slot is 8-byte aligned");
         table.buckets[bucket].store(pointer | tag_of(hash), Ordering::Release);
         *slots += 1;
-        Ok(())
+        Ok(&table.value_hints[bucket])
     }
 
     /// Replaces the shard's table with one twice as large holding the same slots. The caller
@@ -405,16 +409,16 @@ mod tests {
     #[test]
     fn finds_every_slot_through_many_growths_and_keeps_the_first_of_a_key() {
         let index = PointIndex::new();
-        for n in 0..20_000 {
-            index.insert(ItemSlot::new(&key(n))).unwrap();
-        }
         let guard = crossbeam_epoch::pin();
+        for n in 0..20_000 {
+            index.insert(ItemSlot::new(&key(n)), &guard).unwrap();
+        }
         for n in 0..20_000 {
             assert_eq!(index.get(&key(n), &guard).unwrap().index_key(), &key(n)[..]);
         }
         assert!(index.get(&key(20_000), &guard).is_none());
         let first = ItemSlot::clone(&index.get(&key(7), &guard).unwrap());
-        let refused = index.insert(ItemSlot::new(&key(7))).unwrap_err();
+        let refused = index.insert(ItemSlot::new(&key(7)), &guard).unwrap_err();
         assert!(refused.same_slot(&first), "the first slot of a key stays");
         assert_eq!(index.slots(&guard).count(), 20_000);
     }
@@ -430,7 +434,9 @@ mod tests {
                 let (index, added) = (&index, &added);
                 scope.spawn(move || {
                     for n in (writer..40_000).step_by(2) {
-                        index.insert(ItemSlot::new(&key(n))).unwrap();
+                        index
+                            .insert(ItemSlot::new(&key(n)), &crossbeam_epoch::pin())
+                            .unwrap();
                         added[writer as usize].store(i64::from(n), Ordering::Release);
                     }
                 });
@@ -460,7 +466,7 @@ mod tests {
         use std::sync::atomic::Ordering;
         let index = PointIndex::new();
         let guard = crossbeam_epoch::pin();
-        index.insert(ItemSlot::new(&key(0))).unwrap();
+        index.insert(ItemSlot::new(&key(0)), &guard).unwrap();
         let hints_of = |n: u32| {
             let mut hints = Vec::new();
             let found = index.get_hinted(&key(n), &guard, |hint| hints.push(hint));
@@ -480,7 +486,12 @@ mod tests {
         );
         // Thousands of keys later every table has been replaced several times over.
         for n in 1..5_000 {
-            index.insert(ItemSlot::new(&key(n))).unwrap();
+            let cell = index.insert(ItemSlot::new(&key(n)), &guard).unwrap();
+            // Insertion hands over the new bucket's cell; later lookups find the same one.
+            assert!(std::ptr::eq(
+                cell,
+                index.get_with_hint_cell(&key(n), &guard).unwrap().1
+            ));
             set_hint(n, n + 1_000);
         }
         let (found, hints) = hints_of(0);
@@ -497,9 +508,10 @@ mod tests {
     fn dropping_the_index_releases_its_slots() {
         let slot = ItemSlot::new(&key(1));
         let index = PointIndex::new();
-        index.insert(slot.clone()).unwrap();
+        let guard = crossbeam_epoch::pin();
+        index.insert(slot.clone(), &guard).unwrap();
         for n in 2..100 {
-            index.insert(ItemSlot::new(&key(n))).unwrap();
+            index.insert(ItemSlot::new(&key(n)), &guard).unwrap();
         }
         assert_eq!(slot.reference_count(), 2);
         drop(index);

@@ -2,7 +2,7 @@
 //! items is in `write.rs`, batches in `batch.rs`.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crossbeam_epoch::Guard;
@@ -870,7 +870,8 @@ fn replay_item(
         return;
     }
     let guard = crossbeam_epoch::pin();
-    let slot = index.get_or_insert_replaying(&index_key(incarnation.id, item.write.key));
+    let (slot, hint_cell) =
+        index.get_or_insert_replaying(&index_key(incarnation.id, item.write.key), &guard);
     let head = slot.head().load(Ordering::Acquire, &guard);
     // SAFETY: single-threaded replay; nodes are freed only through the epoch.
     if relocated && unsafe { head.as_ref() }.is_some_and(|node| node.version > version) {
@@ -883,7 +884,7 @@ fn replay_item(
     };
     install_replayed(
         index,
-        &slot,
+        (&slot, hint_cell),
         head,
         VersionNode::new(NewVersion {
             version,
@@ -926,7 +927,7 @@ fn replay_coordination(
         return;
     }
     let guard = crossbeam_epoch::pin();
-    let slot = index.get_or_insert_replaying(&index_key(incarnation.id, key));
+    let (slot, hint_cell) = index.get_or_insert_replaying(&index_key(incarnation.id, key), &guard);
     let head = slot.head().load(Ordering::Acquire, &guard);
     // SAFETY: single-threaded replay.
     let current = unsafe { head.as_ref() };
@@ -956,12 +957,12 @@ fn replay_coordination(
         }),
         _ => return,
     };
-    install_replayed(index, &slot, head, node, &guard);
+    install_replayed(index, (&slot, hint_cell), head, node, &guard);
 }
 
 fn install_replayed(
     index: &Index,
-    slot: &ItemSlot,
+    (slot, hint_cell): (&ItemSlot, &AtomicU32),
     head: crossbeam_epoch::Shared<'_, VersionNode>,
     node: VersionNode,
     guard: &Guard,
@@ -973,7 +974,7 @@ fn install_replayed(
         // Nothing can see older versions at open.
         slot.prune(version, guard);
         if let Some(location) = value {
-            index.note_value_location(slot.index_key(), None, location);
+            index.note_value_location(slot.index_key(), Some(hint_cell), location);
         }
     }
 }

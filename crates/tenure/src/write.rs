@@ -273,16 +273,17 @@ impl StoreShared {
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
         let key_bytes = index_key(incarnation.id, key);
         let guard = crossbeam_epoch::pin();
-        let (slot, hint_cell) = match (self.index.get_with_hint_cell(&key_bytes, &guard), kind) {
-            (Some((slot, hint_cell)), _) => (slot, Some(hint_cell)),
-            // A key's first write: its bucket is found again once the value is in.
-            (None, WriteKind::Put | WriteKind::Create) => {
-                (self.index.get_or_insert(&key_bytes), None)
+        let (slot, hint_cell) = match kind {
+            WriteKind::Put | WriteKind::Create => {
+                self.index.get_or_insert_with_hint_cell(&key_bytes, &guard)
             }
-            (None, _) => {
-                conditions::check_write_existence(kind, &options.conditions, None)?;
-                return Err(Error::rejected(ErrorCode::NotFound));
-            }
+            _ => match self.index.get_with_hint_cell(&key_bytes, &guard) {
+                Some(found) => found,
+                None => {
+                    conditions::check_write_existence(kind, &options.conditions, None)?;
+                    return Err(Error::rejected(ErrorCode::NotFound));
+                }
+            },
         };
         for _ in 0..MAX_INSTALL_ATTEMPTS {
             let now = self.now();
@@ -394,7 +395,7 @@ impl StoreShared {
                 Ok(installed) => {
                     if let Some(location) = value_location {
                         self.index
-                            .note_value_location(&key_bytes, hint_cell, location);
+                            .note_value_location(&key_bytes, Some(hint_cell), location);
                     }
                     reservation.commit()?;
                     // A container deleted before this write (earlier in the log) took it along.
