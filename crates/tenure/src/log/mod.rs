@@ -308,11 +308,9 @@ impl Log {
     /// segment maps it: a hint that may be wrong (a value hint, `point_index.rs`), so nothing
     /// is read and a miss costs no error.
     pub(crate) fn prefetch(&self, offset: u64, lines: usize, guard: &Guard) {
-        let shared = &self.shared;
-        let Some(segment) = shared.segments.get(offset / shared.slot_size, guard) else {
+        let Some((segment, local)) = self.shared.segment_at(offset, guard) else {
             return;
         };
-        let local = offset - segment.first_slot * shared.slot_size;
         if local < segment.length() {
             // SAFETY: inside the mapping, which lives while `guard` does; only prefetched.
             let start = unsafe { segment.bytes_from(local) }.as_ptr();
@@ -326,14 +324,13 @@ impl Log {
     /// For bytes the caller knows are inside complete records (the index only points there).
     pub fn read_bytes<'g>(&self, offset: u64, length: usize, guard: &'g Guard) -> Result<&'g [u8]> {
         let shared = &self.shared;
-        let Some(segment) = shared.segments.get(offset / shared.slot_size, guard) else {
+        let Some((segment, local)) = shared.segment_at(offset, guard) else {
             return Err(Error::corruption(
                 shared.storage.path(),
                 offset,
                 "no segment holds this log offset",
             ));
         };
-        let local = offset - segment.first_slot * shared.slot_size;
         if local + length as u64 > segment.length() {
             return Err(Error::corruption(
                 shared.storage.path().join(&segment.name),
@@ -915,16 +912,20 @@ impl LogShared {
             })
     }
 
+    /// The segment that holds global offset `offset`, and the offset within it.
+    fn segment_at<'g>(&self, offset: u64, guard: &'g Guard) -> Option<(&'g Arc<Segment>, u64)> {
+        let segment = self.segments.get(offset / self.slot_size, guard)?;
+        Some((segment, offset - segment.first_slot * self.slot_size))
+    }
+
     fn payload<'g>(&self, location: u64, guard: &'g Guard) -> Result<&'g [u8]> {
-        let slot = location / self.slot_size;
-        let Some(segment) = self.segments.get(slot, guard) else {
+        let Some((segment, local)) = self.segment_at(location, guard) else {
             return Err(Error::corruption(
                 self.storage.path(),
                 location,
                 "no segment holds this log offset",
             ));
         };
-        let local = location - segment.first_slot * self.slot_size;
         // SAFETY: callers ask only for records they found through the index, which holds
         // complete records only.
         let bytes = unsafe { segment.bytes_from(local) };
