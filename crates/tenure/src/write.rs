@@ -331,7 +331,15 @@ impl StoreShared {
                     let node = current.expect("existence was checked");
                     // Borrowed from the log under `guard`, which outlives this write.
                     let value = match node.value() {
-                        Some(location) => self.value_bytes(location, &guard)?,
+                        Some(location) => {
+                            // The newest version may not be acknowledged yet, and in a `sync`
+                            // store its record reaches the mapping only with its group's
+                            // sync (log/staging.rs): wait for it, as a read would.
+                            if node.version > self.version() {
+                                self.log.wait(node.version)?;
+                            }
+                            self.value_bytes(location, &guard)?
+                        }
                         None => &[],
                     };
                     let content_type = match change {

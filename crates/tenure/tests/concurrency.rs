@@ -187,3 +187,52 @@ fn bank_transfers_in_batches_keep_the_total_constant_in_every_snapshot() {
         snapshots_checked.load(std::sync::atomic::Ordering::Relaxed) >= SNAPSHOTS_WHILE_WRITING
     );
 }
+
+/// In a `sync` store a value's record reaches the file only with its group's sync
+/// (log/staging.rs). A metadata change copies the item's value from its newest version, which
+/// may still be waiting for that sync: the change must wait for it and copy the written value,
+/// never the not-yet-written bytes.
+#[test]
+fn metadata_changes_racing_value_writes_in_a_sync_store_copy_a_written_value() {
+    const ROUNDS: usize = 400;
+    let clock = tenure::ManualClock::new(common::START_MICROS);
+    let disk = tenure_testkit::SimStorage::new();
+    let options = tenure::StoreOptions {
+        durability: tenure::Durability::Sync,
+        ..common::options(&clock)
+    };
+    let store = Arc::new(tenure::Store::open_with_storage(Arc::new(disk), options).unwrap());
+    store.create_container("c", &Default::default()).unwrap();
+    let value_of = |round: usize| format!("value {round:06} ").repeat(10).into_bytes();
+    store
+        .put("c", b"key", &value_of(0), &WriteOptions::default())
+        .unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let writer = {
+        let (store, barrier) = (Arc::clone(&store), Arc::clone(&barrier));
+        std::thread::spawn(move || {
+            barrier.wait();
+            for round in 1..=ROUNDS {
+                store
+                    .put("c", b"key", &value_of(round), &WriteOptions::default())
+                    .unwrap();
+            }
+        })
+    };
+    barrier.wait();
+    for round in 0..ROUNDS {
+        let options = WriteOptions {
+            metadata: vec![("round".into(), round.to_string())],
+            ..WriteOptions::default()
+        };
+        store.set_metadata("c", b"key", &options).unwrap();
+        let item = store.get("c", b"key", &ReadOptions::default()).unwrap();
+        let value = item.value.unwrap();
+        assert!(
+            (0..=ROUNDS).any(|written| value == value_of(written)),
+            "round {round}: the item holds bytes no put wrote: {:?}",
+            String::from_utf8_lossy(&value[..value.len().min(40)])
+        );
+    }
+    writer.join().unwrap();
+}

@@ -527,3 +527,82 @@ fn a_recovered_container_name_the_api_would_refuse_is_corruption() {
         assert_eq!(error.code(), ErrorCode::Corruption, "{error}");
     }
 }
+
+/// A `sync` store's appenders stage their records, and the group-commit leader writes each run
+/// of adjacent staged records with one write before it syncs (log/staging.rs).
+#[test]
+fn staged_records_reach_the_file_with_their_groups_sync_one_write_per_run() {
+    let disk = SimStorage::new();
+    let log_options = options(Durability::Sync);
+    let (log, _) = open(Arc::new(disk.clone()), &log_options).unwrap();
+    let writes = || disk.call_counts().2;
+    let mut expected = vec![b"first".to_vec()];
+    log.append(&expected[0]).unwrap();
+    let before = writes();
+    let single = payload::make(1, 0, 200);
+    log.append(&single).unwrap();
+    expected.push(single);
+    let writes_for_one_record = writes() - before;
+
+    // Three records sealed without waiting: none is in the file before a sync asks for it,
+    // then one write carries all three.
+    let staged: Vec<Vec<u8>> = (0..3).map(|index| payload::make(2, index, 200)).collect();
+    let before = writes();
+    let mut last_version = 0;
+    for bytes in &staged {
+        let mut reservation = log.reserve(bytes.len()).unwrap();
+        reservation.write_payload(bytes).unwrap();
+        last_version = reservation.commit_nowait();
+    }
+    assert_eq!(writes(), before, "sealed records wait for their group's sync");
+    let segment_bytes = |files: &BTreeMap<String, Vec<u8>>| -> Vec<u8> {
+        files
+            .iter()
+            .find(|(name, _)| name.starts_with("segment-"))
+            .map(|(_, bytes)| bytes.clone())
+            .expect("the log has a segment")
+    };
+    let unsynced = segment_bytes(&disk.current_files());
+    assert!(
+        !unsynced
+            .windows(staged[0].len())
+            .any(|window| window == &staged[0][..]),
+        "a staged record is not in the file before its sync"
+    );
+    log.wait(last_version).unwrap();
+    assert_eq!(
+        writes() - before,
+        writes_for_one_record,
+        "three adjacent records: one write, as for one record"
+    );
+    expected.extend(staged.iter().cloned());
+
+    // An aborted reservation between two staged records has its `Abort` header written through
+    // the mapping: the run splits around it, and the abort is not overwritten.
+    let around: Vec<Vec<u8>> = (0..3).map(|index| payload::make(3, index, 200)).collect();
+    let before = writes();
+    let mut reservations: Vec<_> = around
+        .iter()
+        .map(|bytes| {
+            let mut reservation = log.reserve(bytes.len()).unwrap();
+            reservation.write_payload(bytes).unwrap();
+            reservation
+        })
+        .collect();
+    let last = reservations.pop().unwrap();
+    let aborted = reservations.pop().unwrap();
+    let first = reservations.pop().unwrap();
+    first.commit_nowait();
+    aborted.abort();
+    let last_version = last.commit_nowait();
+    drop(reservations);
+    log.wait(last_version).unwrap();
+    assert_eq!(writes() - before, writes_for_one_record + 1, "two runs");
+    expected.push(around[0].clone());
+    expected.push(around[2].clone());
+
+    drop(log);
+    let (_, recovered) = open(Arc::new(disk.clone()), &log_options).unwrap();
+    let recovered: Vec<Vec<u8>> = recovered.into_iter().map(|(_, bytes)| bytes).collect();
+    assert_eq!(recovered, expected);
+}

@@ -12,6 +12,7 @@ pub(crate) mod placement;
 pub mod record;
 mod recovery;
 pub(crate) mod segment;
+mod staging;
 pub mod superblock;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,6 +32,7 @@ use completion::CompletionTracker;
 use group_commit::FlushState;
 use record::{RecordHeader, RecordKind, HEADER_BYTES};
 use segment::{Segment, SegmentTable};
+use staging::{Staging, MAXIMUM_STAGED_RECORD_BYTES};
 use superblock::Superblock;
 
 pub use recovery::RecoveredRecord;
@@ -112,9 +114,8 @@ pub(crate) struct LogShared {
     segment_creation: Mutex<()>,
     flush: Mutex<FlushState>,
     flush_done: Condvar,
-    /// Wakes a lingering group-commit leader once its group's records are complete
-    /// (`group_commit.rs`).
-    group_complete: Condvar,
+    /// `sync` stores: sealed records waiting for their group's write (`staging.rs`).
+    staging: Staging,
     /// Writers inside `wait_durable` now (`group_commit.rs`).
     waiting_writers: std::sync::atomic::AtomicU32,
     poisoned: AtomicBool,
@@ -157,6 +158,9 @@ pub struct Reservation<'log> {
     payload_length: usize,
     /// `write_payload` wrote the whole record with its `Data` header (a `sync` store).
     header_written: bool,
+    /// The whole record, `Data` header included, for the group-commit leader to write
+    /// (a `sync` store; `staging.rs`). Staged when sealed as `Data`, dropped on abort.
+    staged: Option<Vec<u8>>,
     finished: bool,
 }
 
@@ -716,6 +720,7 @@ impl LogShared {
             new_tail: placement.new_tail,
             payload_length,
             header_written: false,
+            staged: None,
             finished: false,
         })
     }
@@ -1100,11 +1105,14 @@ impl Reservation<'_> {
     }
 
     /// Writes the record's payload (exactly the reserved length). A `buffered` store copies
-    /// it into the mapped segment, and `commit` writes the header there. A `sync` store writes
-    /// header and payload now with one `pwrite`: through the mapping, each append's first store
-    /// to a page that the last sync cleaned takes a write fault, and in the log bench a 200 B
-    /// mapped write plus fdatasync took 49.7 µs where a pwrite plus fdatasync took 44.7 µs.
-    /// Readers still read the record through the mapping (one page cache).
+    /// it into the mapped segment, and `commit` writes the header there. A `sync` store builds
+    /// header and payload in memory: `commit` stages them for the group-commit leader, which
+    /// writes the group's records with one `pwrite` before its sync (`staging.rs`). A record
+    /// too large to stage, or with a segment of its own, is written now with one `pwrite`.
+    /// Not through the mapping: each append's first store to a page that the last sync
+    /// cleaned takes a write fault, and in the log bench a 200 B mapped write plus fdatasync
+    /// took 49.7 µs where a pwrite plus fdatasync took 44.7 µs. Readers read the record
+    /// through the mapping once it is durable (one page cache).
     pub fn write_payload(&mut self, payload: &[u8]) -> Result<()> {
         assert_eq!(
             payload.len(),
@@ -1120,6 +1128,17 @@ impl Reservation<'_> {
             .assert_allocated(local + (HEADER_BYTES + payload.len()) as u64);
         let mut header = [0u8; HEADER_BYTES];
         record::encode_header(&mut header, self.header_fields(RecordKind::Data), payload);
+        let record_size = record::record_size(payload.len() as u64);
+        if record_size <= MAXIMUM_STAGED_RECORD_BYTES as u64
+            && self.new_tail - self.start == record_size
+        {
+            let mut bytes = Vec::with_capacity(record_size as usize);
+            bytes.extend_from_slice(&header);
+            bytes.extend_from_slice(payload);
+            bytes.resize(record_size as usize, 0);
+            self.staged = Some(bytes);
+            return Ok(());
+        }
         RECORD_BYTES.with(|record| {
             let mut record = record.borrow_mut();
             record.clear();
@@ -1165,7 +1184,11 @@ impl Reservation<'_> {
     }
 
     fn seal(&mut self, kind: RecordKind) {
-        if !(self.header_written && kind == RecordKind::Data) {
+        let staged = self.staged.take();
+        if let (Some(bytes), RecordKind::Data) = (staged, kind) {
+            // Staged before it completes: a leader that sees it complete finds it staged.
+            self.log.staging.stage(self.start, bytes);
+        } else if !(self.header_written && kind == RecordKind::Data) {
             let mut header = [0u8; HEADER_BYTES];
             let fields = self.header_fields(kind);
             let payload: &[u8] = self.payload_mut();

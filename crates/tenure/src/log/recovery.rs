@@ -333,7 +333,7 @@ pub(super) fn open(
         segment_creation: Mutex::new(()),
         flush: Mutex::new(FlushState::new((last_version, scan.tail))),
         flush_done: Condvar::new(),
-        group_complete: Condvar::new(),
+        staging: Default::default(),
         waiting_writers: std::sync::atomic::AtomicU32::new(0),
         poisoned: AtomicBool::new(false),
         closed: AtomicBool::new(false),

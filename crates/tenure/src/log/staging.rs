@@ -1,0 +1,122 @@
+//! Group writes for `sync` stores: an appender hands its record to the log instead of writing
+//! it, and the group-commit leader writes every staged record of its group — one `pwrite` per
+//! run of adjacent records — right before the `fdatasync` that makes them durable.
+//!
+//! Why: with 16 writers on 2 CPUs a sync group's cost beyond the sync itself is the hand-off,
+//! every writer waking and appending again, and each append was a `pwrite` (a system call and
+//! the file's inode lock, which the 16 took in turn). A C probe of the bare protocol (16
+//! threads, 200 B records, one fdatasync a group) went from 0.49 to 0.82–0.95 of 16 × the
+//! one-writer rate once the writers copied to memory and the leader wrote the group at once.
+//!
+//! A staged record is not in the file, nor in the mapping, until its group's leader writes it.
+//! That is safe because nothing reads a `sync` store's record before it is durable: readers see
+//! durable versions only, and a write that reads the newest version's value (a properties
+//! change) first waits for that version as a read would (`write.rs`). Records a reservation
+//! does not stage (larger than `MAXIMUM_STAGED_RECORD_BYTES`, or with a segment of their own)
+//! are written by their appender as before; `Abort` and `SegmentEnd` headers go through the
+//! mapping. Runs never cross such a record: only adjacent staged records share a `pwrite`.
+
+use parking_lot::Mutex;
+
+use super::LogShared;
+use crate::error::{Error, Result};
+
+/// The largest record (header, payload and padding) an appender stages; larger ones it writes
+/// itself. Bounds the staged bytes: at most this much for each version in flight, and the
+/// completion ring bounds those (`COMPLETION_SLOTS`).
+pub(crate) const MAXIMUM_STAGED_RECORD_BYTES: usize = 16 << 10;
+
+/// The capacity the leader's run buffer keeps between groups.
+const RUN_BYTES_KEPT: usize = 1 << 20;
+
+/// A complete record waiting for its group's write: its global offset and its bytes, padded to
+/// its aligned size.
+pub(crate) struct StagedRecord {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+#[derive(Default)]
+pub(crate) struct Staging {
+    records: Mutex<Vec<StagedRecord>>,
+    /// The leader's buffer for a run of adjacent records (one leader at a time).
+    run: Mutex<Vec<u8>>,
+}
+
+impl Staging {
+    /// Stages a sealed record. The caller completes it only afterwards, so a leader that sees
+    /// the record complete finds it here.
+    pub(crate) fn stage(&self, start: u64, bytes: Vec<u8>) {
+        debug_assert!(bytes.len() <= MAXIMUM_STAGED_RECORD_BYTES);
+        self.records.lock().push(StagedRecord { start, bytes });
+    }
+
+    /// The staged records that start below `end`, in log order.
+    fn take_below(&self, end: u64) -> Vec<StagedRecord> {
+        let mut records = self.records.lock();
+        let mut taken = Vec::new();
+        let mut index = 0;
+        while index < records.len() {
+            if records[index].start < end {
+                taken.push(records.swap_remove(index));
+            } else {
+                index += 1;
+            }
+        }
+        drop(records);
+        taken.sort_unstable_by_key(|record| record.start);
+        taken
+    }
+}
+
+impl LogShared {
+    /// Writes every staged record below `end` (the completed offset the leader syncs to):
+    /// adjacent records in one segment with one write.
+    pub(crate) fn write_staged(&self, end: u64) -> Result<()> {
+        let records = self.staging.take_below(end);
+        if records.is_empty() {
+            return Ok(());
+        }
+        let guard = crossbeam_epoch::pin();
+        let mut run = self.staging.run.lock();
+        let mut first = 0;
+        while first < records.len() {
+            let start = records[first].start;
+            let Some((segment, local)) = self.segment_at(start, &guard) else {
+                return Err(Error::corruption(
+                    self.storage.path(),
+                    start,
+                    "no segment holds this staged record",
+                ));
+            };
+            let segment_end = (segment.first_slot + segment.slot_count) * self.slot_size;
+            let mut run_end = start + records[first].bytes.len() as u64;
+            let mut after = first + 1;
+            while after < records.len()
+                && records[after].start == run_end
+                && run_end + records[after].bytes.len() as u64 <= segment_end
+            {
+                run_end += records[after].bytes.len() as u64;
+                after += 1;
+            }
+            let bytes: &[u8] = if after == first + 1 {
+                &records[first].bytes
+            } else {
+                run.clear();
+                for record in &records[first..after] {
+                    run.extend_from_slice(&record.bytes);
+                }
+                &run
+            };
+            segment.assert_allocated(local + bytes.len() as u64);
+            segment.file.write_at(bytes, local).map_err(|error| {
+                Error::io(self.storage.path().join(&segment.name), "write", error)
+            })?;
+            first = after;
+        }
+        if run.capacity() > RUN_BYTES_KEPT {
+            *run = Vec::new();
+        }
+        Ok(())
+    }
+}
