@@ -554,7 +554,11 @@ fn staged_records_reach_the_file_with_their_groups_sync_one_write_per_run() {
         reservation.write_payload(bytes).unwrap();
         last_version = reservation.commit_nowait();
     }
-    assert_eq!(writes(), before, "sealed records wait for their group's sync");
+    assert_eq!(
+        writes(),
+        before,
+        "sealed records wait for their group's sync"
+    );
     let segment_bytes = |files: &BTreeMap<String, Vec<u8>>| -> Vec<u8> {
         files
             .iter()

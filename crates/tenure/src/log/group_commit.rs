@@ -9,7 +9,8 @@
 //! group's staged records (`staging.rs`) and syncs.
 //!
 //! Leader and followers wait by spinning, yielding the CPU at each turn, for a bounded time
-//! (followers: 8 times the last sync, at most `MAXIMUM_FOLLOWER_SPIN`) before a follower sleeps.
+//! (followers: for the sync in progress, at most `MAXIMUM_FOLLOWER_SPIN`) before a follower
+//! sleeps.
 //! Why: on this VM an idle virtual CPU halts, and waking a sleeper on it takes a host round
 //! trip; with 16 writers on 2 CPUs those wake-ups strung out the hand-off between syncs. A C
 //! probe of the bare protocol went from 0.49 to 0.82–0.95 of 16 × the one-writer rate with
@@ -30,9 +31,7 @@ use crate::etag::Version;
 /// lingers longer than half the last sync).
 const MAXIMUM_LINGER: Duration = Duration::from_micros(1000);
 
-/// The longest a follower spins for its sync before it sleeps (it also spins no longer than
-/// 8 times the last sync: a follower that appended early waits for the leader's linger, the
-/// sync, and the group's hand-off).
+/// The longest a follower spins for the sync in progress before it sleeps.
 const MAXIMUM_FOLLOWER_SPIN: Duration = Duration::from_micros(1000);
 
 pub(crate) struct FlushState {
@@ -41,9 +40,9 @@ pub(crate) struct FlushState {
     pub(crate) last_sync_micros: u64,
     /// Every version ≤ .0 is durable; every log byte below .1 is durable.
     pub(crate) durable: (Version, u64),
-    /// The most writers seen waiting at once since the current sync started, and during the
-    /// sync before it: the size of group the next leader expects (see `group_target`).
-    peak_waiting_writers: u32,
+    /// The most writers seen waiting at once during the sync before the last one (the last
+    /// one's is `LogShared::peak_waiting_writers`): the size of group the next leader expects
+    /// (see `group_target`).
     previous_peak_waiting_writers: u32,
     pub(crate) poisoned: Option<Error>,
     pub(crate) shutdown: bool,
@@ -55,7 +54,6 @@ impl FlushState {
             flushing: false,
             last_sync_micros: 0,
             durable,
-            peak_waiting_writers: 0,
             previous_peak_waiting_writers: 0,
             poisoned: None,
             shutdown: false,
@@ -63,15 +61,13 @@ impl FlushState {
     }
 
     /// How many records the next sync should cover: as many writers as waited at once over
-    /// the last two syncs. Writers a sync released come back with their next record while the
-    /// following sync runs, so one sync's peak alone settles into alternating half groups.
-    /// A lone writer expects a group of one and never lingers.
-    fn group_target(&mut self, waiting_writers: u32) -> u64 {
-        let target = self
-            .peak_waiting_writers
-            .max(self.previous_peak_waiting_writers);
-        self.previous_peak_waiting_writers = self.peak_waiting_writers;
-        self.peak_waiting_writers = waiting_writers;
+    /// the last two syncs (`peak_waiting_writers`: during the sync that just ended). Writers a
+    /// sync released come back with their next record while the following sync runs, so one
+    /// sync's peak alone settles into alternating half groups. A lone writer expects a group of
+    /// one and never lingers.
+    fn group_target(&mut self, peak_waiting_writers: u32) -> u64 {
+        let target = peak_waiting_writers.max(self.previous_peak_waiting_writers);
+        self.previous_peak_waiting_writers = peak_waiting_writers;
         u64::from(target.max(1))
     }
 }
@@ -91,9 +87,23 @@ impl LogShared {
     pub(crate) fn wait_durable(&self, version: Version) -> Result<()> {
         let waiting_writers = self.waiting_writers.fetch_add(1, Ordering::AcqRel) + 1;
         let _counted = WaitingWriter(&self.waiting_writers);
+        self.peak_waiting_writers
+            .fetch_max(waiting_writers, Ordering::Relaxed);
+        // Whether this follower's last spin ran out of time: it then sleeps instead.
+        let mut spin_timed_out = false;
         loop {
+            if self.durability == Durability::Sync
+                && !spin_timed_out
+                && self.sync_in_progress.load(Ordering::Acquire)
+            {
+                // A follower, without the flush lock: 16 writers coming back from a sync
+                // would otherwise take it in turn, and a writer that finds it held sleeps.
+                spin_timed_out = self.spin_while_syncing(version);
+                if self.visible.load(Ordering::Acquire) >= version {
+                    return Ok(());
+                }
+            }
             let mut state = self.flush.lock();
-            state.peak_waiting_writers = state.peak_waiting_writers.max(waiting_writers);
             if let Some(error) = &state.poisoned {
                 return Err(error.clone());
             }
@@ -101,24 +111,14 @@ impl LogShared {
                 return Ok(());
             }
             if state.flushing {
-                if self.durability == Durability::Sync {
-                    let limit = Duration::from_micros(state.last_sync_micros.saturating_mul(8))
-                        .min(MAXIMUM_FOLLOWER_SPIN);
-                    // Without the lock: the sync's end is seen in the visible (= durable)
-                    // version, and 16 followers need not take the lock in turn to return.
-                    drop(state);
-                    self.spin_until_durable(version, limit);
-                    if self.visible.load(Ordering::Acquire) >= version {
-                        return Ok(());
-                    }
-                    // Poisoned, or still syncing: the checks run again under the lock before
-                    // this follower sleeps, so no wake-up is missed.
-                    state = self.flush.lock();
-                    if state.durable.0 >= version || !state.flushing || state.poisoned.is_some() {
-                        continue;
-                    }
+                if self.durability == Durability::Sync && !spin_timed_out {
+                    // A sync started since the check above: spin for it.
+                    continue;
                 }
+                // The checks ran under the lock, which the leader holds to publish the end of
+                // its sync: no wake-up is missed.
                 self.flush_done.wait(&mut state);
+                spin_timed_out = false;
                 continue;
             }
             self.lead_sync(version, &mut state);
@@ -129,8 +129,13 @@ impl LogShared {
     /// to complete, sync them, publish the new durable version and wake the followers.
     fn lead_sync(&self, version: Version, state: &mut MutexGuard<'_, FlushState>) {
         state.flushing = true;
+        self.sync_in_progress.store(true, Ordering::Release);
         let from = state.durable;
-        let group_target = state.group_target(self.waiting_writers.load(Ordering::Acquire));
+        let peak_waiting_writers = self.peak_waiting_writers.swap(
+            self.waiting_writers.load(Ordering::Acquire),
+            Ordering::Relaxed,
+        );
+        let group_target = state.group_target(peak_waiting_writers);
         let linger = Duration::from_micros(state.last_sync_micros / 2).min(MAXIMUM_LINGER);
         MutexGuard::unlocked(state, || self.wait_completed(version));
         MutexGuard::unlocked(state, || {
@@ -153,16 +158,25 @@ impl LogShared {
                     self.visible.fetch_max(target.0, Ordering::AcqRel);
                     self.notify_watchers();
                 }
-                // The watermark only ever claims what is already durable, so it needs no sync
-                // of its own; it reaches the disk with the next superblock sync or write-back.
-                let _ = self.record_watermark(target.1);
             }
             Err(error) => {
                 state.poisoned = Some(error);
                 self.poisoned.store(true, Ordering::Release);
             }
         }
+        // After the durable version (or the poison) is published: a follower that sees the
+        // sync over finds its outcome.
+        self.sync_in_progress.store(false, Ordering::Release);
         self.flush_done.notify_all();
+        if state.poisoned.is_none() {
+            // The watermark only ever claims what is already durable, so it needs no sync of
+            // its own; it reaches the disk with the next superblock sync or write-back. Written
+            // without the flush lock, which the group's writers take again as they come back
+            // (the watermark keeps the highest offset it is given).
+            MutexGuard::unlocked(state, || {
+                let _ = self.record_watermark(target.1);
+            });
+        }
     }
 
     /// The leader's short wait before it syncs: until the records of the group it expects
@@ -179,16 +193,20 @@ impl LogShared {
         }
     }
 
-    /// A follower's wait for its sync, spinning: until `version` is durable (in `sync` mode
-    /// the visible version is the durable one), the log is poisoned, or `limit` has passed.
-    fn spin_until_durable(&self, version: Version, limit: Duration) {
-        let deadline = Instant::now() + limit;
+    /// A follower's wait for the sync in progress, spinning: until `version` is durable (in
+    /// `sync` mode the visible version is the durable one), the sync is over (it may not have
+    /// covered `version`: the caller may have to lead the next), or `MAXIMUM_FOLLOWER_SPIN` has
+    /// passed. Returns whether the time ran out.
+    fn spin_while_syncing(&self, version: Version) -> bool {
+        let deadline = Instant::now() + MAXIMUM_FOLLOWER_SPIN;
         loop {
             if self.visible.load(Ordering::Acquire) >= version
-                || self.poisoned.load(Ordering::Acquire)
-                || Instant::now() >= deadline
+                || !self.sync_in_progress.load(Ordering::Acquire)
             {
-                return;
+                return false;
+            }
+            if Instant::now() >= deadline {
+                return true;
             }
             std::thread::yield_now();
         }

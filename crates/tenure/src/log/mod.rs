@@ -118,6 +118,11 @@ pub(crate) struct LogShared {
     staging: Staging,
     /// Writers inside `wait_durable` now (`group_commit.rs`).
     waiting_writers: std::sync::atomic::AtomicU32,
+    /// The most writers seen waiting at once since the current sync started.
+    peak_waiting_writers: std::sync::atomic::AtomicU32,
+    /// A group-commit leader is lingering or syncing: `FlushState::flushing`, readable without
+    /// the flush lock (set and cleared under it).
+    sync_in_progress: AtomicBool,
     poisoned: AtomicBool,
     closed: AtomicBool,
     /// Every `VERSION_INDEX_STRIDE`-th version and its record's offset, ascending: where a

@@ -335,6 +335,8 @@ pub(super) fn open(
         flush_done: Condvar::new(),
         staging: Default::default(),
         waiting_writers: std::sync::atomic::AtomicU32::new(0),
+        peak_waiting_writers: std::sync::atomic::AtomicU32::new(0),
+        sync_in_progress: AtomicBool::new(false),
         poisoned: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         prepared_slot: AtomicU64::new(scan.tail / slot_size),
