@@ -3,6 +3,7 @@
 //! was live at its version. Container changes are rare and take the catalog's lock; lookups
 //! read a copy-on-write map without locks.
 
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -44,8 +45,13 @@ impl Incarnation {
     }
 }
 
-#[derive(Default)]
 pub struct Catalog {
+    /// This catalog's number in the process (`NEXT_CATALOG_INSTANCE`): a thread's cached
+    /// lookup names the catalog it came from, where an address could be a later store's.
+    instance: u64,
+    /// Bumped whenever a name's incarnations change (`insert`), before the change can be
+    /// visible to readers: a cached lookup of an older generation is not used.
+    generation: AtomicU64,
     /// name → incarnations, oldest first.
     /// Every read looks its container up here by name: foldhash, as in the item index.
     by_name: papaya::HashMap<String, Arc<Vec<Arc<Incarnation>>>, foldhash::fast::RandomState>,
@@ -53,6 +59,62 @@ pub struct Catalog {
     /// Serialises container creates and deletes (rare), so "at most one live incarnation per
     /// name" holds.
     pub changes: Mutex<()>,
+}
+
+static NEXT_CATALOG_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
+/// Container names up to this long are cached by `visible_id` (compared as two words).
+const CACHED_NAME_BYTES: usize = 16;
+
+/// A thread's last container lookup by name, when the name had one incarnation: that
+/// incarnation, as the catalog held it at `generation`. Why: a read looks its container up
+/// before anything else, and the index key (so the bucket's address, the read's first cache
+/// miss) depends on the id; the map lookup took about 187 instructions.
+struct CachedLookup {
+    catalog_instance: u64,
+    generation: u64,
+    name_length: usize,
+    name_words: [u64; 2],
+    incarnation: Arc<Incarnation>,
+}
+
+thread_local! {
+    /// Only `visible_id` touches it, and never re-entrantly: no `RefCell` flag to keep.
+    static LAST_LOOKUP: UnsafeCell<Option<CachedLookup>> = const { UnsafeCell::new(None) };
+}
+
+/// A name of at most `CACHED_NAME_BYTES`, as two little-endian words padded with zeroes.
+fn name_words(name: &[u8]) -> Option<[u64; 2]> {
+    if name.len() > CACHED_NAME_BYTES {
+        return None;
+    }
+    let mut bytes = [0u8; CACHED_NAME_BYTES];
+    bytes[..name.len()].copy_from_slice(name);
+    Some([
+        u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
+        u64::from_le_bytes(bytes[8..].try_into().expect("8 bytes")),
+    ])
+}
+
+/// The id of the newest of `incarnations` visible at `version`.
+fn visible_in(incarnations: &[Arc<Incarnation>], version: Version) -> Option<u64> {
+    incarnations
+        .iter()
+        .rev()
+        .find(|incarnation| incarnation.visible_at(version))
+        .map(|incarnation| incarnation.id)
+}
+
+impl Default for Catalog {
+    fn default() -> Catalog {
+        Catalog {
+            instance: NEXT_CATALOG_INSTANCE.fetch_add(1, Ordering::Relaxed),
+            generation: AtomicU64::new(0),
+            by_name: Default::default(),
+            by_id: Default::default(),
+            changes: Mutex::new(()),
+        }
+    }
 }
 
 impl Catalog {
@@ -79,15 +141,45 @@ impl Catalog {
     }
 
     /// The id of the incarnation of `name` visible at `version`: what a read needs, without
-    /// an `Arc` clone, whose shared count every reading thread would write.
+    /// an `Arc` clone, whose shared count every reading thread would write. The thread's last
+    /// lookup answers when it was of this name in this catalog's current generation and its
+    /// one incarnation is visible at `version` (a thread keeps that one entry, and the
+    /// incarnation it holds, until its next miss).
+    ///
+    /// Why the cache is never stale for a reader: `insert` bumps the generation before the
+    /// new incarnation's create can be visible, and `version` was read (acquire) after that
+    /// visibility, so a reader at a version that sees the create also sees the bump.
+    /// Deletes need no bump: `visible_at` reads each incarnation's deleted version afresh.
     pub fn visible_id(&self, name: &str, version: Version) -> Option<u64> {
+        let generation = self.generation.load(Ordering::Acquire);
+        let words = name_words(name.as_bytes());
+        let cached = LAST_LOOKUP.with(|last| {
+            // SAFETY: this thread's own cell, and no reference to it outlives this closure.
+            let entry = unsafe { &*last.get() }.as_ref()?;
+            (entry.catalog_instance == self.instance
+                && entry.generation == generation
+                && entry.name_length == name.len()
+                && Some(entry.name_words) == words
+                && entry.incarnation.visible_at(version))
+            .then_some(entry.incarnation.id)
+        });
+        if cached.is_some() {
+            return cached;
+        }
         let by_name = self.by_name.pin();
         let incarnations = by_name.get(name)?;
-        incarnations
-            .iter()
-            .rev()
-            .find(|incarnation| incarnation.visible_at(version))
-            .map(|incarnation| incarnation.id)
+        if let (Some(words), [incarnation]) = (words, incarnations.as_slice()) {
+            let entry = CachedLookup {
+                catalog_instance: self.instance,
+                generation,
+                name_length: name.len(),
+                name_words: words,
+                incarnation: Arc::clone(incarnation),
+            };
+            // SAFETY: as above; the old entry is dropped here, outside any borrow of it.
+            LAST_LOOKUP.with(|last| unsafe { *last.get() = Some(entry) });
+        }
+        visible_in(incarnations, version)
     }
 
     pub fn by_id(&self, id: u64) -> Option<Arc<Incarnation>> {
@@ -104,6 +196,8 @@ impl Catalog {
         incarnations.push(Arc::clone(&incarnation));
         by_name.insert(incarnation.name.clone(), Arc::new(incarnations));
         self.by_id.pin().insert(incarnation.id, incarnation);
+        // After the map holds the new list: a reader that sees this generation finds it.
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// Replay only: the incarnation with `id`, or a nameless placeholder when an item record

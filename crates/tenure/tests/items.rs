@@ -977,3 +977,69 @@ fn the_longest_key_a_store_can_take_is_written_and_read_back_across_a_reopen() {
         (Some(&b"value"[..]), etag)
     );
 }
+
+/// Reads find their container through the thread's last lookup (catalog.rs): a delete, a
+/// re-creation under the same name and a second store in the same thread must each be seen at
+/// once, and a snapshot keeps the incarnation it pinned.
+#[test]
+fn a_threads_repeated_reads_follow_container_deletes_recreations_and_other_stores() {
+    let (store, _, _) = store();
+    store.create_container("x", &ContainerOptions::default()).unwrap();
+    store.create_container("y", &ContainerOptions::default()).unwrap();
+    // A second store, as many container creates in, whose container "c" has another id.
+    let (other, _, _) = common::store();
+    other.create_container("x", &ContainerOptions::default()).unwrap();
+    other.delete_container("c", &Default::default()).unwrap();
+    other.create_container("c", &ContainerOptions::default()).unwrap();
+    let value = |item: Result<tenure::Item, Error>| item.unwrap().value.unwrap();
+    store
+        .put("c", b"k", b"first", &WriteOptions::default())
+        .unwrap();
+    other
+        .put("c", b"k", b"other", &WriteOptions::default())
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            value(store.get("c", b"k", &ReadOptions::default())),
+            b"first"
+        );
+        assert_eq!(
+            value(other.get("c", b"k", &ReadOptions::default())),
+            b"other"
+        );
+    }
+    let before_delete = store.snapshot().unwrap();
+    store.delete_container("c", &Default::default()).unwrap();
+    assert_eq!(
+        code(store.get("c", b"k", &ReadOptions::default())),
+        ErrorCode::ContainerNotFound
+    );
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    assert_eq!(
+        code(store.get("c", b"k", &ReadOptions::default())),
+        ErrorCode::NotFound,
+        "the new container of that name holds nothing"
+    );
+    store
+        .put("c", b"k", b"second", &WriteOptions::default())
+        .unwrap();
+    assert_eq!(
+        value(store.get("c", b"k", &ReadOptions::default())),
+        b"second"
+    );
+    assert_eq!(
+        value(before_delete.get("c", b"k", &ReadOptions::default())),
+        b"first",
+        "the snapshot reads the incarnation it pinned"
+    );
+    assert_eq!(
+        value(other.get("c", b"k", &ReadOptions::default())),
+        b"other"
+    );
+    assert_eq!(
+        value(store.get("c", b"k", &ReadOptions::default())),
+        b"second"
+    );
+}
