@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Microseconds since the Unix epoch (UTC).
 pub type Timestamp = u64;
@@ -19,7 +19,21 @@ pub trait Clock: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct SystemClock {
     wall_at_start: Timestamp,
-    monotonic_start: Instant,
+    monotonic_start_nanos: u64,
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds, read directly: `Instant::elapsed` and `as_micros` (a
+/// checked timespec subtraction, then 128-bit arithmetic) took about 100 instructions of
+/// every get, this about 40 (callgrind).
+fn monotonic_nanos() -> u64 {
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC exists on every Linux.
+    let result = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut time) };
+    assert_eq!(result, 0, "clock_gettime(CLOCK_MONOTONIC)");
+    time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64
 }
 
 impl SystemClock {
@@ -30,7 +44,7 @@ impl SystemClock {
             .unwrap_or(0);
         SystemClock {
             wall_at_start,
-            monotonic_start: Instant::now(),
+            monotonic_start_nanos: monotonic_nanos(),
         }
     }
 }
@@ -43,7 +57,7 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        self.wall_at_start + self.monotonic_start.elapsed().as_micros() as u64
+        self.wall_at_start + (monotonic_nanos() - self.monotonic_start_nanos) / 1_000
     }
 }
 
@@ -77,5 +91,36 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
         self.now_micros.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_system_clock_starts_at_the_wall_time_and_never_goes_back() {
+        let wall = || {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .expect("after 1970")
+                .as_micros() as u64
+        };
+        let before = wall();
+        let clock = SystemClock::new();
+        let first = clock.now();
+        let after = wall();
+        assert!(
+            before <= first && first <= after + 1_000,
+            "{before} ≤ {first} ≤ {after}"
+        );
+        let mut previous = first;
+        for _ in 0..100_000 {
+            let now = clock.now();
+            assert!(now >= previous, "{now} after {previous}");
+            previous = now;
+        }
+        // In microseconds: 100,000 reads take well under a minute.
+        assert!(previous - first < 60 * MICROS_PER_SECOND);
     }
 }
