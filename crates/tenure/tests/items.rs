@@ -984,14 +984,26 @@ fn the_longest_key_a_store_can_take_is_written_and_read_back_across_a_reopen() {
 #[test]
 fn a_threads_repeated_reads_follow_container_deletes_recreations_and_other_stores() {
     let (store, _, _) = store();
-    store.create_container("x", &ContainerOptions::default()).unwrap();
-    store.create_container("y", &ContainerOptions::default()).unwrap();
+    store
+        .create_container("x", &ContainerOptions::default())
+        .unwrap();
+    store
+        .create_container("y", &ContainerOptions::default())
+        .unwrap();
     // A second store, as many container creates in, whose container "c" has another id.
     let (other, _, _) = common::store();
-    other.create_container("x", &ContainerOptions::default()).unwrap();
+    other
+        .create_container("x", &ContainerOptions::default())
+        .unwrap();
     other.delete_container("c", &Default::default()).unwrap();
-    other.create_container("c", &ContainerOptions::default()).unwrap();
-    let value = |item: Result<tenure::Item, Error>| item.unwrap().value.unwrap();
+    other
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    // The value of "c"/"k" in `store`, or the error's code.
+    let read = |store: &Store| match store.get("c", b"k", &ReadOptions::default()) {
+        Ok(item) => Ok(item.value.unwrap()),
+        Err(error) => Err(error.code()),
+    };
     store
         .put("c", b"k", b"first", &WriteOptions::default())
         .unwrap();
@@ -999,47 +1011,32 @@ fn a_threads_repeated_reads_follow_container_deletes_recreations_and_other_store
         .put("c", b"k", b"other", &WriteOptions::default())
         .unwrap();
     for _ in 0..3 {
-        assert_eq!(
-            value(store.get("c", b"k", &ReadOptions::default())),
-            b"first"
-        );
-        assert_eq!(
-            value(other.get("c", b"k", &ReadOptions::default())),
-            b"other"
-        );
+        assert_eq!(read(&store), Ok(b"first".to_vec()));
+        assert_eq!(read(&other), Ok(b"other".to_vec()));
     }
     let before_delete = store.snapshot().unwrap();
     store.delete_container("c", &Default::default()).unwrap();
-    assert_eq!(
-        code(store.get("c", b"k", &ReadOptions::default())),
-        ErrorCode::ContainerNotFound
-    );
+    assert_eq!(read(&store), Err(ErrorCode::ContainerNotFound));
     store
         .create_container("c", &ContainerOptions::default())
         .unwrap();
     assert_eq!(
-        code(store.get("c", b"k", &ReadOptions::default())),
-        ErrorCode::NotFound,
+        read(&store),
+        Err(ErrorCode::NotFound),
         "the new container of that name holds nothing"
     );
     store
         .put("c", b"k", b"second", &WriteOptions::default())
         .unwrap();
+    assert_eq!(read(&store), Ok(b"second".to_vec()));
+    let pinned = before_delete
+        .get("c", b"k", &ReadOptions::default())
+        .unwrap();
     assert_eq!(
-        value(store.get("c", b"k", &ReadOptions::default())),
-        b"second"
-    );
-    assert_eq!(
-        value(before_delete.get("c", b"k", &ReadOptions::default())),
+        pinned.value.unwrap(),
         b"first",
         "the snapshot reads the incarnation it pinned"
     );
-    assert_eq!(
-        value(other.get("c", b"k", &ReadOptions::default())),
-        b"other"
-    );
-    assert_eq!(
-        value(store.get("c", b"k", &ReadOptions::default())),
-        b"second"
-    );
+    assert_eq!(read(&other), Ok(b"other".to_vec()));
+    assert_eq!(read(&store), Ok(b"second".to_vec()));
 }
