@@ -96,13 +96,12 @@ fn name_words(name: &[u8]) -> Option<[u64; 2]> {
     ])
 }
 
-/// The id of the newest of `incarnations` visible at `version`.
-fn visible_in(incarnations: &[Arc<Incarnation>], version: Version) -> Option<u64> {
+/// The newest of `incarnations` visible at `version`.
+fn visible_in(incarnations: &[Arc<Incarnation>], version: Version) -> Option<&Arc<Incarnation>> {
     incarnations
         .iter()
         .rev()
         .find(|incarnation| incarnation.visible_at(version))
-        .map(|incarnation| incarnation.id)
 }
 
 impl Default for Catalog {
@@ -133,11 +132,7 @@ impl Catalog {
     pub fn visible(&self, name: &str, version: Version) -> Option<Arc<Incarnation>> {
         let by_name = self.by_name.pin();
         let incarnations = by_name.get(name)?;
-        incarnations
-            .iter()
-            .rev()
-            .find(|incarnation| incarnation.visible_at(version))
-            .cloned()
+        visible_in(incarnations, version).cloned()
     }
 
     /// The id of the incarnation of `name` visible at `version`: what a read needs, without
@@ -179,7 +174,7 @@ impl Catalog {
             // SAFETY: as above; the old entry is dropped here, outside any borrow of it.
             LAST_LOOKUP.with(|last| unsafe { *last.get() = Some(entry) });
         }
-        visible_in(incarnations, version)
+        visible_in(incarnations, version).map(|incarnation| incarnation.id)
     }
 
     pub fn by_id(&self, id: u64) -> Option<Arc<Incarnation>> {
