@@ -10,13 +10,12 @@
 //!
 //! Leader and followers wait by spinning, yielding the CPU at each turn, for a bounded time
 //! (followers: for the sync in progress, at most `MAXIMUM_FOLLOWER_SPIN`) before a follower
-//! sleeps.
-//! Why: on this VM an idle virtual CPU halts, and waking a sleeper on it takes a host round
-//! trip; with 16 writers on 2 CPUs those wake-ups strung out the hand-off between syncs. A C
-//! probe of the bare protocol went from 0.49 to 0.82–0.95 of 16 × the one-writer rate with
-//! spinning waits and staged writes together, and to about 0.57 with either alone. The cost
-//! is CPU time: a waiting writer keeps its CPU busy (yielding to any other runnable thread)
-//! for up to a millisecond.
+//! sleeps. Why: on this VM an idle virtual CPU halts, and waking a sleeper on it takes a host
+//! round trip; with 16 writers on 2 CPUs those wake-ups strung out the hand-off between syncs.
+//! A C probe of the bare protocol (`benches/probes/group_commit_protocol.c`) ran at 0.35–0.49
+//! of 16 × the one-writer rate, 0.46–0.58 with spinning waits alone, 0.49–0.52 with staged
+//! writes alone, and 0.65–0.95 with both (design.md §11). The cost is CPU time: a waiting
+//! writer keeps its CPU busy (yielding to any other runnable thread) for up to a millisecond.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};

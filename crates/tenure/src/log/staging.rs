@@ -5,8 +5,9 @@
 //! Why: with 16 writers on 2 CPUs a sync group's cost beyond the sync itself is the hand-off,
 //! every writer waking and appending again, and each append was a `pwrite` (a system call and
 //! the file's inode lock, which the 16 took in turn). A C probe of the bare protocol (16
-//! threads, 200 B records, one fdatasync a group) went from 0.49 to 0.82–0.95 of 16 × the
-//! one-writer rate once the writers copied to memory and the leader wrote the group at once.
+//! threads, 200 B records, one fdatasync a group, `benches/probes/group_commit_protocol.c`)
+//! ran at 0.35–0.49 of 16 × the one-writer rate, 0.49–0.52 with staged writes alone, and
+//! 0.65–0.95 with staged writes and spinning waits together (`group_commit.rs`; design.md §11).
 //!
 //! A staged record is not in the file, nor in the mapping, until its group's leader writes it.
 //! That is safe because nothing reads a `sync` store's record before it is durable: readers see
