@@ -9,7 +9,8 @@ use crossbeam_epoch::Guard;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
-use crate::index::index_key;
+use crate::index::{index_key, ValueLocation};
+use crate::log::LogReader;
 use crate::point_index::SlotView;
 use crate::snapshot::Snapshot;
 use crate::store::StoreShared;
@@ -40,11 +41,11 @@ impl StoreShared {
         guard: &'a Guard,
     ) -> Walk<'a, impl Iterator<Item = SlotView<'a>> + 'a> {
         let mut walk = Walk {
-            store: self,
             slots: self.index.range_from(from, prefix),
             window: Default::default(),
             position: 0,
             prefetch_values,
+            values: self.log.reader(guard),
             guard,
         };
         for at in 0..VALUE_PREFETCH_AHEAD {
@@ -57,30 +58,34 @@ impl StoreShared {
 
 /// A walk over the ordered index that keeps the next entries in a window (`StoreShared::walk`).
 pub(crate) struct Walk<'a, I> {
-    store: &'a StoreShared,
     slots: I,
     window: [Option<SlotView<'a>>; VALUE_PREFETCH_AHEAD],
     position: usize,
     prefetch_values: bool,
+    /// Prefetches and reads the values (one segment lookup per segment, not per value).
+    values: LogReader<'a, 'a>,
     guard: &'a Guard,
 }
 
-impl<I> Walk<'_, I> {
+impl<'a, I> Walk<'a, I> {
     /// Starts loading the first and last cache lines of the newest value of the slot at
     /// `at`. Only a hint: it reads the head without checking visibility.
-    fn prefetch(&self, at: usize) {
+    fn prefetch(&mut self, at: usize) {
         let (true, Some(slot)) = (self.prefetch_values, &self.window[at]) else {
             return;
         };
         // SAFETY: nodes reachable from a slot are freed only through the epoch.
         let head = unsafe { slot.head().load(Ordering::Acquire, self.guard).as_ref() };
         if let Some(location) = head.and_then(|node| node.value()) {
-            if let Ok(bytes) = self.store.value_bytes(location, self.guard) {
-                let range = bytes.as_ptr_range();
-                crate::index::prefetch(range.start);
-                crate::index::prefetch(range.end.wrapping_sub(1));
-            }
+            self.values
+                .prefetch(location.offset(), location.length as usize);
         }
+    }
+
+    /// The bytes of a value the walk's guard keeps mapped.
+    pub(crate) fn value_bytes(&mut self, location: ValueLocation) -> Result<&'a [u8]> {
+        self.values
+            .read_bytes(location.offset(), location.length as usize)
     }
 }
 
@@ -130,7 +135,8 @@ impl Snapshot<'_> {
         };
         let guard = crossbeam_epoch::pin();
         let mut visited = 0;
-        for slot in store.walk(start, &full_prefix, true, &guard) {
+        let mut walk = store.walk(start, &full_prefix, true, &guard);
+        while let Some(slot) = walk.next() {
             let Some(node) = slot
                 .visible(version, &guard)
                 .filter(|node| node.is_live_at(now))
@@ -138,7 +144,7 @@ impl Snapshot<'_> {
                 continue;
             };
             let value = match node.value() {
-                Some(location) => store.value_bytes(location, &guard)?,
+                Some(location) => walk.value_bytes(location)?,
                 None => &[],
             };
             visited += 1;

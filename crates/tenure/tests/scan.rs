@@ -149,3 +149,44 @@ fn scan_bad_input_names_the_argument() {
         ErrorCode::ContainerNotFound
     );
 }
+
+/// A walk remembers the last segment it read a value from (`log/reader.rs`); here every value
+/// lies in a different segment from the one before it, in both directions, and some segments
+/// hold a single large record.
+#[test]
+fn a_scan_reads_each_value_from_its_own_segment_when_values_jump_between_segments() {
+    use std::sync::Arc;
+    let clock = tenure::ManualClock::new(common::START_MICROS);
+    let disk = tenure_testkit::SimStorage::new();
+    let options = tenure::StoreOptions {
+        segment_size_bytes: 4096,
+        ..common::options(&clock)
+    };
+    let store = Store::open_with_storage(Arc::new(disk), options).unwrap();
+    store.create_container("c", &Default::default()).unwrap();
+    // Written in a scrambled key order, so neighbours in key order sit segments apart.
+    let count = 64u32;
+    let mut expected = Vec::new();
+    for step in 0..count {
+        let index = step * 37 % count;
+        let length = if index % 9 == 0 {
+            6000
+        } else {
+            700 + index as usize
+        };
+        let value = vec![index as u8 ^ 0x5a; length];
+        store
+            .put("c", &index.to_be_bytes(), &value, &WriteOptions::default())
+            .unwrap();
+        expected.push((index.to_be_bytes().to_vec(), value));
+    }
+    expected.sort();
+    assert!(
+        store.log_bytes() > 20 * 4096,
+        "the values span many segments: {} bytes of log",
+        store.log_bytes()
+    );
+    assert_eq!(scanned(&store, b"", b""), expected);
+    // Starting inside the range too (a walk's first value is not the log's first).
+    assert_eq!(scanned(&store, b"", &20u32.to_be_bytes()), expected[20..]);
+}

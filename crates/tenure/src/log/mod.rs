@@ -9,6 +9,7 @@
 mod completion;
 mod group_commit;
 pub(crate) mod placement;
+mod reader;
 pub mod record;
 mod recovery;
 pub(crate) mod segment;
@@ -35,6 +36,7 @@ use segment::{Segment, SegmentTable};
 use staging::{Staging, MAXIMUM_STAGED_RECORD_BYTES};
 use superblock::Superblock;
 
+pub(crate) use reader::LogReader;
 pub use recovery::RecoveredRecord;
 
 /// How long a write waits before it returns (SPEC §11).
@@ -332,24 +334,7 @@ impl Log {
     /// `length` bytes at global offset `offset`, borrowed from the map for as long as `guard`.
     /// For bytes the caller knows are inside complete records (the index only points there).
     pub fn read_bytes<'g>(&self, offset: u64, length: usize, guard: &'g Guard) -> Result<&'g [u8]> {
-        let shared = &self.shared;
-        let Some((segment, local)) = shared.segment_at(offset, guard) else {
-            return Err(Error::corruption(
-                shared.storage.path(),
-                offset,
-                "no segment holds this log offset",
-            ));
-        };
-        if local + length as u64 > segment.length() {
-            return Err(Error::corruption(
-                shared.storage.path().join(&segment.name),
-                local,
-                "value runs past its segment",
-            ));
-        }
-        // SAFETY: complete records are never written again; the range is inside the mapping.
-        let bytes = unsafe { segment.bytes_from(local) };
-        Ok(&bytes[..length])
+        self.reader(guard).read_bytes(offset, length)
     }
 
     /// The segments whose every byte is durable and below the tail's segment, oldest first:
