@@ -79,7 +79,8 @@ struct CachedLookup {
 }
 
 thread_local! {
-    /// Only `visible_id` touches it, and never re-entrantly: no `RefCell` flag to keep.
+    /// Only `with_cached_lookup` and `remember_lookup` touch it, never re-entrantly: no
+    /// `RefCell` flag to keep.
     static LAST_LOOKUP: UnsafeCell<Option<CachedLookup>> = const { UnsafeCell::new(None) };
 }
 
@@ -119,9 +120,22 @@ impl Default for Catalog {
 impl Catalog {
     /// The incarnation of `name` that is live now (including one whose create is not yet
     /// visible to readers: writers order after it in the log).
+    ///
+    /// Through the thread's last lookup as `visible_id` (a write looks its container up first,
+    /// 187 instructions through the map), with the same reasoning: a writer that could know of
+    /// a newer incarnation (its create returned) sees the generation that create bumped.
     pub fn live(&self, name: &str) -> Option<Arc<Incarnation>> {
+        let generation = self.generation.load(Ordering::Acquire);
+        let words = name_words(name.as_bytes());
+        let cached = self.with_cached_lookup(name, generation, words, |incarnation| {
+            incarnation.is_live().then(|| Arc::clone(incarnation))
+        });
+        if cached.is_some() {
+            return cached;
+        }
         let by_name = self.by_name.pin();
         let incarnations = by_name.get(name)?;
+        self.remember_lookup(name, generation, words, incarnations);
         incarnations
             .last()
             .filter(|incarnation| incarnation.is_live())
@@ -148,22 +162,54 @@ impl Catalog {
     pub fn visible_id(&self, name: &str, version: Version) -> Option<u64> {
         let generation = self.generation.load(Ordering::Acquire);
         let words = name_words(name.as_bytes());
-        let cached = LAST_LOOKUP.with(|last| {
-            // SAFETY: this thread's own cell, and no reference to it outlives this closure.
-            let entry = unsafe { &*last.get() }.as_ref()?;
-            (entry.catalog_instance == self.instance
-                && entry.generation == generation
-                && entry.name_length == name.len()
-                && Some(entry.name_words) == words
-                && entry.incarnation.visible_at(version))
-            .then_some(entry.incarnation.id)
+        let cached = self.with_cached_lookup(name, generation, words, |incarnation| {
+            incarnation.visible_at(version).then_some(incarnation.id)
         });
         if cached.is_some() {
             return cached;
         }
         let by_name = self.by_name.pin();
         let incarnations = by_name.get(name)?;
-        if let (Some(words), [incarnation]) = (words, incarnations.as_slice()) {
+        self.remember_lookup(name, generation, words, incarnations);
+        visible_in(incarnations, version).map(|incarnation| incarnation.id)
+    }
+
+    /// `answer` applied to the one incarnation of `name`, when the thread's last lookup was of
+    /// this name in this catalog at `generation`; `None` otherwise (or when `answer` says so:
+    /// the caller then asks the map).
+    fn with_cached_lookup<R>(
+        &self,
+        name: &str,
+        generation: u64,
+        words: Option<[u64; 2]>,
+        answer: impl FnOnce(&Arc<Incarnation>) -> Option<R>,
+    ) -> Option<R> {
+        LAST_LOOKUP.with(|last| {
+            // SAFETY: this thread's own cell, and no reference to it outlives this closure
+            // (`answer` cannot reach the cell).
+            let entry = unsafe { &*last.get() }.as_ref()?;
+            if entry.catalog_instance == self.instance
+                && entry.generation == generation
+                && entry.name_length == name.len()
+                && Some(entry.name_words) == words
+            {
+                answer(&entry.incarnation)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Makes `incarnations` (the map's list for `name` at `generation`) the thread's last
+    /// lookup, when the name is short enough and has one incarnation.
+    fn remember_lookup(
+        &self,
+        name: &str,
+        generation: u64,
+        words: Option<[u64; 2]>,
+        incarnations: &[Arc<Incarnation>],
+    ) {
+        if let (Some(words), [incarnation]) = (words, incarnations) {
             let entry = CachedLookup {
                 catalog_instance: self.instance,
                 generation,
@@ -171,10 +217,10 @@ impl Catalog {
                 name_words: words,
                 incarnation: Arc::clone(incarnation),
             };
-            // SAFETY: as above; the old entry is dropped here, outside any borrow of it.
+            // SAFETY: as in `with_cached_lookup`; the old entry is dropped here, outside any
+            // borrow of it.
             LAST_LOOKUP.with(|last| unsafe { *last.get() = Some(entry) });
         }
-        visible_in(incarnations, version).map(|incarnation| incarnation.id)
     }
 
     pub fn by_id(&self, id: u64) -> Option<Arc<Incarnation>> {

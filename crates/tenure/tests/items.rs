@@ -1040,3 +1040,49 @@ fn a_threads_repeated_reads_follow_container_deletes_recreations_and_other_store
     assert_eq!(read(&other), Ok(b"other".to_vec()));
     assert_eq!(read(&store), Ok(b"second".to_vec()));
 }
+
+/// Writes find their container through the thread's last lookup too (`Catalog::live`): a
+/// write right after a delete, on the thread whose last write cached the container, is
+/// refused; after a re-creation it lands in the new container; another store's container of
+/// the same name is never taken for this one's.
+#[test]
+fn a_threads_repeated_writes_follow_container_deletes_recreations_and_other_stores() {
+    let (store, _, _) = store();
+    let (other, _, _) = common::store();
+    other.delete_container("c", &Default::default()).unwrap();
+    other
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let write = |store: &Store, value: &[u8]| {
+        store
+            .put("c", b"k", value, &WriteOptions::default())
+            .map(|_| ())
+            .map_err(|error| error.code())
+    };
+    let read = |store: &Store| {
+        store
+            .get("c", b"k", &ReadOptions::default())
+            .map(|item| item.value.unwrap())
+            .map_err(|error| error.code())
+    };
+    for round in 0..3u8 {
+        assert_eq!(write(&store, &[round]), Ok(()));
+        assert_eq!(write(&other, &[round + 10]), Ok(()));
+    }
+    assert_eq!(read(&store), Ok(vec![2]));
+    assert_eq!(read(&other), Ok(vec![12]));
+    assert_eq!(write(&store, b"before the delete"), Ok(()));
+    store.delete_container("c", &Default::default()).unwrap();
+    for _ in 0..2 {
+        assert_eq!(write(&store, b"lost"), Err(ErrorCode::ContainerNotFound));
+    }
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    assert_eq!(write(&store, b"new"), Ok(()));
+    assert_eq!(read(&store), Ok(b"new".to_vec()));
+    assert_eq!(write(&other, b"other"), Ok(()));
+    assert_eq!(write(&store, b"newer"), Ok(()));
+    assert_eq!(read(&store), Ok(b"newer".to_vec()));
+    assert_eq!(read(&other), Ok(b"other".to_vec()));
+}
