@@ -7,7 +7,7 @@ use crate::clock::Timestamp;
 use crate::error::Result;
 use crate::etag::Version;
 use crate::options::{Item, Page, ReadOptions};
-use crate::store::StoreShared;
+use crate::store::{StoreShared, ValueRead};
 
 /// The versions open snapshots pin, each with how many snapshots pin it, oldest first.
 ///
@@ -108,9 +108,15 @@ impl Snapshot<'_> {
         options: &ReadOptions,
     ) -> Result<BorrowedItem<'_>> {
         self.store.check_open()?;
-        let (item, location) =
-            self.store
-                .read_at(self.version, self.now, container, key, options, false, true)?;
+        let (item, location) = self.store.read_at(
+            self.version,
+            self.now,
+            container,
+            key,
+            options,
+            ValueRead::Borrow,
+            true,
+        )?;
         let guard = crossbeam_epoch::pin();
         let value = match location {
             Some(location) => {
@@ -129,7 +135,15 @@ impl Snapshot<'_> {
     pub fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
         self.store.check_open()?;
         self.store
-            .read_at(self.version, self.now, container, key, options, true, true)
+            .read_at(
+                self.version,
+                self.now,
+                container,
+                key,
+                options,
+                ValueRead::Copy,
+                true,
+            )
             .map(|(item, _)| item)
     }
 
@@ -141,7 +155,15 @@ impl Snapshot<'_> {
     ) -> Result<Item> {
         self.store.check_open()?;
         self.store
-            .read_at(self.version, self.now, container, key, options, false, true)
+            .read_at(
+                self.version,
+                self.now,
+                container,
+                key,
+                options,
+                ValueRead::Skip,
+                true,
+            )
             .map(|(item, _)| item)
     }
 

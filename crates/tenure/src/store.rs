@@ -322,7 +322,7 @@ impl StoreShared {
             container,
             key,
             options,
-            true,
+            ValueRead::Copy,
             false,
         )
         .map(|(item, _)| item)
@@ -342,7 +342,7 @@ impl StoreShared {
             container,
             key,
             options,
-            false,
+            ValueRead::Skip,
             false,
         )
         .map(|(item, _)| item)
@@ -362,7 +362,7 @@ impl StoreShared {
             container,
             key,
             &ReadOptions::default(),
-            true,
+            ValueRead::Copy,
             false,
         )?;
         let facts = ItemFacts {
@@ -381,7 +381,7 @@ impl StoreShared {
         container: &str,
         key: &[u8],
         options: &ReadOptions,
-        with_value: bool,
+        value_read: ValueRead,
         repeatable: bool,
     ) -> Result<(Item, Option<ValueLocation>)> {
         validate::container_name(container)?;
@@ -402,7 +402,7 @@ impl StoreShared {
         let mut attempt = 1;
         loop {
             let result = self.read_pinned(
-                version, now, &key_bytes, key, options, with_value, repeatable,
+                version, now, &key_bytes, key, options, value_read, repeatable,
             );
             match result {
                 Err(error)
@@ -425,7 +425,7 @@ impl StoreShared {
         key_bytes: &[u8],
         key: &[u8],
         options: &ReadOptions,
-        with_value: bool,
+        value_read: ValueRead,
         repeatable: bool,
     ) -> Result<(Item, Option<ValueLocation>)> {
         let guard = crossbeam_epoch::pin();
@@ -439,7 +439,7 @@ impl StoreShared {
         // A hint's lines are loading while the slot is: a cold get waits for two cache misses
         // in a row (bucket, then slot and value together) instead of three.
         let prefetch_value = |offset: u64| {
-            if with_value {
+            if value_read != ValueRead::Skip {
                 self.log.prefetch(offset, PREFETCHED_VALUE_LINES, &guard);
             }
         };
@@ -461,7 +461,8 @@ impl StoreShared {
                 )
                 .map_err(|error| crate::rules::with_current_etag(error, Some(facts.etag)))?;
                 conditions::check_read(&options.conditions, Some(&facts))?;
-                Ok((self.item_from(key, node, with_value, &guard)?, node.value()))
+                let item = self.item_from(key, node, value_read == ValueRead::Copy, &guard)?;
+                Ok((item, node.value()))
             })
     }
 
@@ -629,6 +630,18 @@ impl StoreShared {
             continuation,
         })
     }
+}
+
+/// What a read does with the item's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueRead {
+    /// Not touched (`get_properties`).
+    Skip,
+    /// Read in place by the caller (`Snapshot::get_borrowed`): loaded early from the
+    /// point index's hint, as for a copy, but not copied.
+    Borrow,
+    /// Copied into the item (`get`).
+    Copy,
 }
 
 pub(crate) fn facts_of(node: &VersionNode) -> ItemFacts {
