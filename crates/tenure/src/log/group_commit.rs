@@ -8,6 +8,11 @@
 //! released had not appended again when the next leader started. The leader then writes the
 //! group's staged records (`staging.rs`) and syncs.
 //!
+//! One sync at a time, although this disk overlaps concurrent fdatasyncs of a file: leaders
+//! syncing at once (up to 4, each through a file handle of its own) ran no faster, since all
+//! 16 writers wait on the one sync and none is left to form the next group meanwhile, and
+//! smaller groups that overlap made each sync slower (design.md §11, session 12).
+//!
 //! Leader and followers wait by spinning, yielding the CPU at each turn, for a bounded time
 //! (followers: for the sync in progress, at most `MAXIMUM_FOLLOWER_SPIN`) before a follower
 //! sleeps. Why: on this VM an idle virtual CPU halts, and waking a sleeper on it takes a host
