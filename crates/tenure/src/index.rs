@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use crossbeam_epoch::{Atomic, Guard, Owned, Shared};
 use crossbeam_utils::Backoff;
 
-use crate::clock::Timestamp;
+use crate::clock::{ReadTime, Timestamp};
 use crate::codec::{Coordination, Metadata};
 use crate::etag::Version;
 use crate::ordered_index::OrderedIndex;
@@ -161,6 +161,14 @@ impl VersionNode {
     /// The item exists at `now`: not deleted, not expired (a live lock suspends expiry).
     pub fn is_live_at(&self, now: Timestamp) -> bool {
         self.value_offset != 0 && !lock::is_expired_under_lock(self.expires_at(), self.lock(), now)
+    }
+
+    /// `is_live_at` for a read: the time is read only for a version with an expiry (without
+    /// one, no time and no lock makes a version expired).
+    pub(crate) fn is_live_for(&self, time: &ReadTime<'_>) -> bool {
+        self.value_offset != 0
+            && (self.expires_at().is_none()
+                || !lock::is_expired_under_lock(self.expires_at(), self.lock(), time.now()))
     }
 
     pub fn lease(&self) -> Option<&LeaseRecord> {

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::clock::Timestamp;
+use crate::clock::{ReadTime, Timestamp};
 use crate::error::Result;
 use crate::etag::Version;
 use crate::options::{Item, Page, ReadOptions};
@@ -110,7 +110,7 @@ impl Snapshot<'_> {
         self.store.check_open()?;
         let (item, location) = self.store.read_at(
             self.version,
-            self.now,
+            &ReadTime::At(self.now),
             container,
             key,
             options,
@@ -137,7 +137,7 @@ impl Snapshot<'_> {
         self.store
             .read_at(
                 self.version,
-                self.now,
+                &ReadTime::At(self.now),
                 container,
                 key,
                 options,
@@ -157,7 +157,7 @@ impl Snapshot<'_> {
         self.store
             .read_at(
                 self.version,
-                self.now,
+                &ReadTime::At(self.now),
                 container,
                 key,
                 options,

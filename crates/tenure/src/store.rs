@@ -9,7 +9,7 @@ use crossbeam_epoch::Guard;
 use parking_lot::Mutex;
 
 use crate::catalog::{Catalog, ContainerState, Incarnation, LIVE};
-use crate::clock::{Clock, Timestamp};
+use crate::clock::{Clock, ReadTime, Timestamp};
 use crate::codec::Coordination;
 use crate::codec::{self, DecodedRecord};
 use crate::error::{Error, ErrorCode, Result};
@@ -318,7 +318,7 @@ impl StoreShared {
         self.check_open()?;
         self.read_at(
             self.version(),
-            self.now(),
+            &ReadTime::from_clock(self.clock.as_ref()),
             container,
             key,
             options,
@@ -338,7 +338,7 @@ impl StoreShared {
         self.check_open()?;
         self.read_at(
             self.version(),
-            self.now(),
+            &ReadTime::from_clock(self.clock.as_ref()),
             container,
             key,
             options,
@@ -358,7 +358,7 @@ impl StoreShared {
         self.check_open()?;
         let (item, _) = self.read_at(
             self.version(),
-            self.now(),
+            &ReadTime::from_clock(self.clock.as_ref()),
             container,
             key,
             &ReadOptions::default(),
@@ -377,7 +377,7 @@ impl StoreShared {
     pub(crate) fn read_at(
         &self,
         version: Version,
-        now: Timestamp,
+        time: &ReadTime<'_>,
         container: &str,
         key: &[u8],
         options: &ReadOptions,
@@ -402,7 +402,7 @@ impl StoreShared {
         let mut attempt = 1;
         loop {
             let result = self.read_pinned(
-                version, now, &key_bytes, key, options, value_read, repeatable,
+                version, time, &key_bytes, key, options, value_read, repeatable,
             );
             match result {
                 Err(error)
@@ -421,7 +421,7 @@ impl StoreShared {
     fn read_pinned(
         &self,
         version: Version,
-        now: Timestamp,
+        time: &ReadTime<'_>,
         key_bytes: &[u8],
         key: &[u8],
         options: &ReadOptions,
@@ -447,15 +447,20 @@ impl StoreShared {
             .with_slot_prefetching(key_bytes, prefetch_value, |slot| {
                 let node = slot
                     .and_then(|slot| self.resolve(slot, version, repeatable, &guard))
-                    .filter(|node| node.is_live_at(now));
+                    .filter(|node| node.is_live_for(time));
                 let Some(node) = node else {
                     conditions::check_read(&options.conditions, None)?;
                     return Err(Error::rejected(ErrorCode::NotFound));
                 };
                 let facts = facts_of(node);
+                let lease_time = match node.lease() {
+                    Some(_) => time.now(),
+                    // Without a lease the check judges nothing against the time.
+                    None => Timestamp::MIN,
+                };
                 lease::check_lease_for_item_operation(
                     node.lease(),
-                    now,
+                    lease_time,
                     options.lease_id,
                     lease::Access::Read,
                 )
