@@ -468,7 +468,7 @@ impl Index {
         }
     }
 
-    /// Records where `index_key`'s newest value now is, for [`Index::with_slot_prefetching`]:
+    /// Records where `index_key`'s newest value now is, for [`Index::get_prefetching`]:
     /// called once a version with a value is installed (a write, a batch, the replay at open,
     /// compaction's copy). `hint_cell`, from the lookup that found or added the key's slot
     /// ([`Index::get_or_insert_with_hint_cell`], [`Index::get_with_hint_cell`]), saves finding
@@ -495,21 +495,19 @@ impl Index {
         }
     }
 
-    /// [`Index::with_slot`] that calls `prefetch_value` with the log offset where the key's
-    /// newest value was last seen, before the slot is read; the offset may be stale or wrong
-    /// (see `value_hint`), so it is for prefetching only.
-    pub fn with_slot_prefetching<T>(
+    /// The slot of `index_key`, if any, under the caller's guard; calls `prefetch_value` with
+    /// the log offset where the key's newest value was last seen, before the slot is read. The
+    /// offset may be stale or wrong (see `value_hint`), so it is for prefetching only.
+    pub fn get_prefetching<'g>(
         &self,
         index_key: &[u8],
+        guard: &'g Guard,
         mut prefetch_value: impl FnMut(u64),
-        read: impl FnOnce(Option<&ItemSlot>) -> T,
-    ) -> T {
-        let guard = crossbeam_epoch::pin();
+    ) -> Option<SlotView<'g>> {
         let window = self.value_hint_window.load(Ordering::Relaxed);
-        let slot = self.points.get_hinted(index_key, &guard, |hint| {
+        self.points.get_hinted(index_key, guard, |hint| {
             prefetch_value(((window << 32) | u64::from(hint)) << 6);
-        });
-        read(slot.as_deref())
+        })
     }
 
     /// Called with the expiry of every version about to be installed.

@@ -236,8 +236,10 @@ fn a_lookup_prefetches_where_the_keys_last_value_was_written_in_any_log_window()
     let key = b"\0\0\0\0\0\0\0\x01item";
     let offsets_seen = |index: &Index| {
         let mut offsets = Vec::new();
-        let found =
-            index.with_slot_prefetching(key, |offset| offsets.push(offset), |slot| slot.is_some());
+        let guard = crossbeam_epoch::pin();
+        let found = index
+            .get_prefetching(key, &guard, |offset| offsets.push(offset))
+            .is_some();
         (found, offsets)
     };
     assert_eq!(offsets_seen(&index), (false, vec![]));

@@ -443,32 +443,33 @@ impl StoreShared {
                 self.log.prefetch(offset, PREFETCHED_VALUE_LINES, &guard);
             }
         };
-        self.index
-            .with_slot_prefetching(key_bytes, prefetch_value, |slot| {
-                let node = slot
-                    .and_then(|slot| self.resolve(slot, version, repeatable, &guard))
-                    .filter(|node| node.is_live_for(time));
-                let Some(node) = node else {
-                    conditions::check_read(&options.conditions, None)?;
-                    return Err(Error::rejected(ErrorCode::NotFound));
-                };
-                let facts = facts_of(node);
-                let lease_time = match node.lease() {
-                    Some(_) => time.now(),
-                    // Without a lease the check judges nothing against the time.
-                    None => Timestamp::MIN,
-                };
-                lease::check_lease_for_item_operation(
-                    node.lease(),
-                    lease_time,
-                    options.lease_id,
-                    lease::Access::Read,
-                )
-                .map_err(|error| crate::rules::with_current_etag(error, Some(facts.etag)))?;
-                conditions::check_read(&options.conditions, Some(&facts))?;
-                let item = self.item_from(key, node, value_read == ValueRead::Copy, &guard)?;
-                Ok((item, node.value()))
-            })
+        let slot = self
+            .index
+            .get_prefetching(key_bytes, &guard, prefetch_value);
+        let node = slot
+            .as_deref()
+            .and_then(|slot| self.resolve(slot, version, repeatable, &guard))
+            .filter(|node| node.is_live_for(time));
+        let Some(node) = node else {
+            conditions::check_read(&options.conditions, None)?;
+            return Err(Error::rejected(ErrorCode::NotFound));
+        };
+        let facts = facts_of(node);
+        let lease_time = match node.lease() {
+            Some(_) => time.now(),
+            // Without a lease the check judges nothing against the time.
+            None => Timestamp::MIN,
+        };
+        lease::check_lease_for_item_operation(
+            node.lease(),
+            lease_time,
+            options.lease_id,
+            lease::Access::Read,
+        )
+        .map_err(|error| crate::rules::with_current_etag(error, Some(facts.etag)))?;
+        conditions::check_read(&options.conditions, Some(&facts))?;
+        let item = self.item_from(key, node, value_read == ValueRead::Copy, &guard)?;
+        Ok((item, node.value()))
     }
 
     /// The node a reader at `version` sees. A snapshot (`repeatable`) pins its version, so no
