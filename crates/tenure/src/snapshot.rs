@@ -107,16 +107,7 @@ impl Snapshot<'_> {
         key: &[u8],
         options: &ReadOptions,
     ) -> Result<BorrowedItem<'_>> {
-        self.store.check_open()?;
-        let (item, location) = self.store.read_at(
-            self.version,
-            &ReadTime::At(self.now),
-            container,
-            key,
-            options,
-            ValueRead::Borrow,
-            true,
-        )?;
+        let (item, location) = self.read(container, key, options, ValueRead::Borrow)?;
         let guard = crossbeam_epoch::pin();
         let value = match location {
             Some(location) => {
@@ -133,17 +124,7 @@ impl Snapshot<'_> {
     }
 
     pub fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
-        self.store.check_open()?;
-        self.store
-            .read_at(
-                self.version,
-                &ReadTime::At(self.now),
-                container,
-                key,
-                options,
-                ValueRead::Copy,
-                true,
-            )
+        self.read(container, key, options, ValueRead::Copy)
             .map(|(item, _)| item)
     }
 
@@ -153,18 +134,28 @@ impl Snapshot<'_> {
         key: &[u8],
         options: &ReadOptions,
     ) -> Result<Item> {
-        self.store.check_open()?;
-        self.store
-            .read_at(
-                self.version,
-                &ReadTime::At(self.now),
-                container,
-                key,
-                options,
-                ValueRead::Skip,
-                true,
-            )
+        self.read(container, key, options, ValueRead::Skip)
             .map(|(item, _)| item)
+    }
+
+    /// A read at the snapshot's version and time (repeatable: no prune takes what it pins).
+    fn read(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+        value_read: ValueRead,
+    ) -> Result<(Item, Option<crate::index::ValueLocation>)> {
+        self.store.check_open()?;
+        self.store.read_at(
+            self.version,
+            &ReadTime::At(self.now),
+            container,
+            key,
+            options,
+            value_read,
+            true,
+        )
     }
 
     pub fn list(

@@ -315,17 +315,8 @@ impl StoreShared {
 
     /// Reads an item (SPEC §3 read conditions).
     pub fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
-        self.check_open()?;
-        self.read_at(
-            self.version(),
-            &ReadTime::from_clock(self.clock.as_ref()),
-            container,
-            key,
-            options,
-            ValueRead::Copy,
-            false,
-        )
-        .map(|(item, _)| item)
+        self.read_latest(container, key, options, ValueRead::Copy)
+            .map(|(item, _)| item)
     }
 
     /// Like `get`, without the value.
@@ -335,17 +326,8 @@ impl StoreShared {
         key: &[u8],
         options: &ReadOptions,
     ) -> Result<Item> {
-        self.check_open()?;
-        self.read_at(
-            self.version(),
-            &ReadTime::from_clock(self.clock.as_ref()),
-            container,
-            key,
-            options,
-            ValueRead::Skip,
-            false,
-        )
-        .map(|(item, _)| item)
+        self.read_latest(container, key, options, ValueRead::Skip)
+            .map(|(item, _)| item)
     }
 
     /// The item if its version differs from `version`, else `None` (SPEC §6).
@@ -355,22 +337,34 @@ impl StoreShared {
         key: &[u8],
         version: Version,
     ) -> Result<Option<Item>> {
-        self.check_open()?;
-        let (item, _) = self.read_at(
-            self.version(),
-            &ReadTime::from_clock(self.clock.as_ref()),
-            container,
-            key,
-            &ReadOptions::default(),
-            ValueRead::Copy,
-            false,
-        )?;
+        let (item, _) =
+            self.read_latest(container, key, &ReadOptions::default(), ValueRead::Copy)?;
         let facts = ItemFacts {
             etag: item.etag,
             version: item.version,
             last_modified: item.last_modified,
         };
         Ok(conditions::get_if_newer(version, Some(&facts))?.then_some(item))
+    }
+
+    /// A plain read: at the newest visible version, judged at the clock's time.
+    fn read_latest(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+        value_read: ValueRead,
+    ) -> Result<(Item, Option<ValueLocation>)> {
+        self.check_open()?;
+        self.read_at(
+            self.version(),
+            &ReadTime::from_clock(self.clock.as_ref()),
+            container,
+            key,
+            options,
+            value_read,
+            false,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
