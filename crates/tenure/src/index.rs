@@ -160,11 +160,11 @@ impl VersionNode {
 
     /// The item exists at `now`: not deleted, not expired (a live lock suspends expiry).
     pub fn is_live_at(&self, now: Timestamp) -> bool {
-        self.value_offset != 0 && !lock::is_expired_under_lock(self.expires_at(), self.lock(), now)
+        self.is_live_for(&ReadTime::At(now))
     }
 
-    /// `is_live_at` for a read: the time is read only for a version with an expiry (without
-    /// one, no time and no lock makes a version expired).
+    /// Whether the version is live at the read's time, which is read only for a version with
+    /// an expiry (without one, no time and no lock makes a version expired).
     pub(crate) fn is_live_for(&self, time: &ReadTime<'_>) -> bool {
         self.value_offset != 0
             && (self.expires_at().is_none()
