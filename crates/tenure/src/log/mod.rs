@@ -931,7 +931,11 @@ impl LogShared {
     }
 
     fn complete(&self, version: Version, start_offset: u64, end_offset: u64) {
-        let advanced_to = self.completion.complete(version, start_offset, end_offset);
+        let advanced_to = self
+            .completion
+            .complete(version, start_offset, end_offset, || {
+                unpack(self.reservation.load(Ordering::Acquire)).0 > version + 1
+            });
         self.publish_completed(advanced_to);
     }
 
