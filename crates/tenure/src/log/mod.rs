@@ -692,6 +692,7 @@ impl LogShared {
             }
             backoff.spin();
         };
+        self.completion.prefetch_successor_slot(version);
         self.ask_ahead(placement.new_tail);
         let result = self.prepare_segments(version, &placement);
         let segment = match result {
@@ -931,11 +932,7 @@ impl LogShared {
     }
 
     fn complete(&self, version: Version, start_offset: u64, end_offset: u64) {
-        let advanced_to = self
-            .completion
-            .complete(version, start_offset, end_offset, || {
-                unpack(self.reservation.load(Ordering::Acquire)).0 > version + 1
-            });
+        let advanced_to = self.completion.complete(version, start_offset, end_offset);
         self.publish_completed(advanced_to);
     }
 
