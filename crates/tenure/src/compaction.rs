@@ -384,8 +384,7 @@ impl StoreShared {
                 ),
                 coordination: coordination_box(relocation.coordination),
             }));
-            let older = current.older.load(Ordering::Acquire, &guard);
-            copy.older.store(older, Ordering::Relaxed);
+            copy.link_older(current.older.load(Ordering::Acquire, &guard));
             if relocation
                 .slot
                 .head()

@@ -461,22 +461,19 @@ impl StoreShared {
         installed: Shared<'_, VersionNode>,
         guard: &crossbeam_epoch::Guard,
     ) {
-        const PRUNE_AT_CHAIN_LENGTH: usize = 4;
-        let mut current = installed;
-        for _ in 1..PRUNE_AT_CHAIN_LENGTH {
-            // SAFETY: as in `write_item`.
-            match unsafe { current.as_ref() } {
-                Some(node) => current = node.older.load(Ordering::Acquire, guard),
-                None => return,
-            }
-        }
-        if current.is_null() {
+        const PRUNE_AT_CHAIN_LENGTH: u8 = 4;
+        // SAFETY: as in `write_item`.
+        let Some(node) = (unsafe { installed.as_ref() }) else {
+            return;
+        };
+        if node.chain_length() < PRUNE_AT_CHAIN_LENGTH {
             return;
         }
         let snapshots = self.snapshots.lock();
         let oldest = self.oldest_snapshot.load(Ordering::Acquire);
         let keep_from = oldest.min(self.version());
         slot.prune(keep_from, guard);
+        node.recount_chain(guard);
         drop(snapshots);
     }
 }

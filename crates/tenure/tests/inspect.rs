@@ -460,3 +460,48 @@ fn stats_count_items_leases_locks_and_bytes() {
     assert!(after.segments >= 1);
     store.close().unwrap();
 }
+
+/// A key's superseded versions leave the index as the key is written again (a put prunes its
+/// chain once it holds 4 versions), stay while a snapshot can still read one of them, and go
+/// once that snapshot is dropped. Each put decides whether to prune from a chain length it
+/// records instead of walking the chain: if that count ever fell short, versions would pile up.
+#[test]
+fn rewrites_prune_superseded_versions_except_those_a_snapshot_can_read() {
+    let dir = directory("prune");
+    let store = Store::open(&dir, options()).unwrap();
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let put = |round: u32| {
+        store
+            .put("c", b"key", &round.to_be_bytes(), &WriteOptions::default())
+            .unwrap();
+    };
+    for round in 0..100 {
+        put(round);
+        let versions = store.stats().unwrap().item_versions;
+        assert!(versions <= 3, "after put {round}: {versions} versions kept");
+    }
+
+    let snapshot = store.snapshot().unwrap();
+    for round in 100..150 {
+        put(round);
+    }
+    let while_pinned = store.stats().unwrap().item_versions;
+    assert!(
+        while_pinned >= 51,
+        "the snapshot's version and the 50 after it are kept: {while_pinned}"
+    );
+    let seen = snapshot
+        .get("c", b"key", &ReadOptions::default())
+        .unwrap()
+        .value
+        .unwrap();
+    assert_eq!(seen, 99u32.to_be_bytes());
+
+    drop(snapshot);
+    put(150);
+    let versions = store.stats().unwrap().item_versions;
+    assert!(versions <= 3, "after the snapshot went: {versions} versions kept");
+    store.close().unwrap();
+}
