@@ -502,6 +502,9 @@ fn rewrites_prune_superseded_versions_except_those_a_snapshot_can_read() {
     drop(snapshot);
     put(150);
     let versions = store.stats().unwrap().item_versions;
-    assert!(versions <= 3, "after the snapshot went: {versions} versions kept");
+    assert!(
+        versions <= 3,
+        "after the snapshot went: {versions} versions kept"
+    );
     store.close().unwrap();
 }
