@@ -52,7 +52,7 @@ pub struct VersionNode {
     /// How many nodes the chain held from this one down (this one included, at most 255) when
     /// it was linked: an upper bound, since only prunes change a chain below its head, and they
     /// shorten it. `maybe_prune` reads it instead of walking the chain, whose older nodes are
-    /// usually cold: walking them was two cache misses of every put to a key written 3 times.
+    /// usually cold: the walk cost a put up to two cache misses once its key had 3 versions.
     chain_length: AtomicU8,
     pub last_modified: Timestamp,
     /// Meaningful only with `has_expiry`.
@@ -151,19 +151,10 @@ impl VersionNode {
         self.chain_length.load(Ordering::Relaxed)
     }
 
-    /// Counts the chain from this node down again, after a prune shortened it.
-    pub fn recount_chain(&self, guard: &Guard) {
-        let mut length = 1u8;
-        let mut current = self.older.load(Ordering::Acquire, guard);
-        // SAFETY: as in `link_older`.
-        while let Some(node) = unsafe { current.as_ref() } {
-            length = length.saturating_add(1);
-            if length == u8::MAX {
-                break;
-            }
-            current = node.older.load(Ordering::Acquire, guard);
-        }
-        self.chain_length.store(length, Ordering::Relaxed);
+    /// Lowers the recorded length after a prune: `kept` is what the prune left from the head
+    /// down (`ItemSlot::prune`), a bound for any node of the chain.
+    pub fn note_pruned_chain(&self, kept: u8) {
+        self.chain_length.fetch_min(kept.max(1), Ordering::Relaxed);
     }
 
     /// The version the item's ETag shows: the last write of value or properties (lease and
@@ -383,10 +374,14 @@ impl ItemSlot {
 
     /// Unlinks every version older than the newest one with version ≤ `keep_from`: no reader,
     /// present or future, can reach them. Callers serialise prunes against snapshot creation.
-    pub fn prune(&self, keep_from: Version, guard: &Guard) {
+    /// Returns how many nodes the chain keeps from the head down (at most 255): a bound on the
+    /// length of the chain below any node still in it.
+    pub fn prune(&self, keep_from: Version, guard: &Guard) -> u8 {
+        let mut kept = 0u8;
         let mut current = self.head().load(Ordering::Acquire, guard);
         // SAFETY: as in `settled_head`.
         while let Some(node) = unsafe { current.as_ref() } {
+            kept = kept.saturating_add(1);
             if node.version <= keep_from && node.status.load(Ordering::Acquire) == COMMITTED {
                 let mut detached = node.older.swap(Shared::null(), Ordering::AcqRel, guard);
                 while !detached.is_null() {
@@ -398,10 +393,11 @@ impl ItemSlot {
                     unsafe { self.retire(detached, guard) };
                     detached = next;
                 }
-                return;
+                return kept;
             }
             current = node.older.load(Ordering::Acquire, guard);
         }
+        kept
     }
 }
 

@@ -472,8 +472,8 @@ impl StoreShared {
         let snapshots = self.snapshots.lock();
         let oldest = self.oldest_snapshot.load(Ordering::Acquire);
         let keep_from = oldest.min(self.version());
-        slot.prune(keep_from, guard);
-        node.recount_chain(guard);
+        let kept = slot.prune(keep_from, guard);
+        node.note_pruned_chain(kept);
         drop(snapshots);
     }
 }
