@@ -260,3 +260,55 @@ fn a_lookup_prefetches_where_the_keys_last_value_was_written_in_any_log_window()
     index.note_value_location(key, Some(cell), ValueLocation::new(64 * 7, 150));
     assert_eq!(offsets_seen(&index), (true, vec![(5u64 << 38) + 64 * 7]));
 }
+
+/// The length every node records (`VersionNode::chain_length`) never falls below the chain
+/// really below it, through any mix of installs and prunes: `maybe_prune` trusts it to say
+/// when a chain has grown to 4. Random installs and prunes at random horizons (the way
+/// `maybe_prune` calls them), checking every node of the chain after each step.
+#[test]
+fn a_nodes_recorded_chain_length_bounds_its_chain_through_installs_and_prunes() {
+    fn real_length<'g>(mut current: Shared<'g, VersionNode>, guard: &'g Guard) -> usize {
+        let mut length = 0;
+        while let Some(node) = unsafe { current.as_ref() } {
+            length += 1;
+            current = node.older.load(Ordering::Acquire, guard);
+        }
+        length
+    }
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut random = move |bound: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    };
+    let slot = slot();
+    let guard = crossbeam_epoch::pin();
+    let mut pruned_to_one = 0;
+    for version in 1..=3_000u64 {
+        let head = slot.head().load(Ordering::Acquire, &guard);
+        let installed = slot
+            .install(head, node(version, COMMITTED, false), &guard)
+            .unwrap();
+        if random(3) == 0 {
+            // A horizon anywhere from far behind (an old snapshot) to the newest version.
+            let keep_from = version.saturating_sub(random(40));
+            let kept = slot.prune(keep_from, &guard);
+            // SAFETY: installed above under `guard`.
+            unsafe { installed.deref() }.note_pruned_chain(kept);
+            pruned_to_one += usize::from(kept == 1);
+        }
+        let mut current = slot.head().load(Ordering::Acquire, &guard);
+        while let Some(node) = unsafe { current.as_ref() } {
+            let real = real_length(current, &guard);
+            assert!(
+                usize::from(node.chain_length()) >= real.min(255),
+                "version {}: records {} with {real} below and including it",
+                node.version,
+                node.chain_length()
+            );
+            current = node.older.load(Ordering::Acquire, &guard);
+        }
+    }
+    assert!(pruned_to_one > 0, "some prunes cut the chain to its head");
+}
