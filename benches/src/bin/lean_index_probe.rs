@@ -10,7 +10,7 @@
 //! process of its own, in interleaved rounds:
 //!
 //! ```sh
-//! cargo run --release -p tenure-benches --bin lean_index_probe -- [keys] [operations] [rounds]
+//! cargo run --release -p tenure-benches --features peers --bin lean_index_probe -- [keys] [operations] [rounds]
 //! ```
 //!
 //! Per round and engine it prints the mean latency of random gets, of get + put-if-version
@@ -23,43 +23,22 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-const KEY_BYTES: usize = 24;
-const VALUE_BYTES: usize = 150;
+use tenure_benches::compare::{key, resident_bytes, value, Rng, KEY_BYTES, VALUE_BYTES};
+
 /// crc32 u32 | key length u16 | pad u16 | value length u32 | pad u32 | version u64 |
 /// previous record's address u64 | last modified u64, then key and value, 8-byte aligned.
 const RECORD_HEADER_BYTES: usize = 40;
 const ADDRESS_BITS: u32 = 48;
 const ADDRESS_MASK: u64 = (1 << ADDRESS_BITS) - 1;
 
-fn key_of(index: u64) -> [u8; KEY_BYTES] {
-    let mut key = [0u8; KEY_BYTES];
-    key[..8].copy_from_slice(&index.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
-    key[8..16].copy_from_slice(&index.to_le_bytes());
-    key
-}
-
 /// The random key order of the timed operations: the same for both engines.
 fn operation_order(keys: u64, operations: usize) -> Vec<u64> {
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    (0..operations)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % keys
-        })
-        .collect()
+    let mut random = Rng::new(11);
+    (0..operations).map(|_| random.below(keys)).collect()
 }
 
 fn anonymous_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let kibibytes: u64 = status
-        .lines()
-        .find(|line| line.starts_with("RssAnon:"))
-        .and_then(|line| line.split_whitespace().nth(1))
-        .and_then(|number| number.parse().ok())
-        .expect("RssAnon in /proc/self/status");
-    kibibytes * 1024
+    resident_bytes().1
 }
 
 fn unix_nanoseconds() -> u64 {
@@ -216,7 +195,8 @@ impl LeanStore {
 /// One engine's figures in one child: (get µs, get + put-if-version µs, anonymous B per key).
 fn run_child(engine: &str, keys: usize, operations: usize) -> (f64, f64, f64) {
     let directory = tenure_testkit::TempDir::new("lean-index-probe");
-    let value = vec![7u8; VALUE_BYTES];
+    // The kv workload's keys (`compare::key`) and one of its incompressible values.
+    let value = value(0, 0);
     let order = operation_order(keys as u64, operations);
     let anonymous_before = anonymous_bytes();
     let per_key = |anonymous_after: u64| {
@@ -229,18 +209,18 @@ fn run_child(engine: &str, keys: usize, operations: usize) -> (f64, f64, f64) {
             std::fs::create_dir_all(directory.path()).expect("probe directory");
             let store = LeanStore::open(&directory.path().join("log"), keys, operations);
             for index in 0..keys as u64 {
-                store.load(&key_of(index), &value);
+                store.load(&key(index), &value);
             }
             let memory = per_key(anonymous_bytes());
             let started = Instant::now();
             for index in &order {
-                let (_, read) = store.get(&key_of(*index)).expect("a loaded key");
+                let (_, read) = store.get(&key(*index)).expect("a loaded key");
                 fold = fold.wrapping_add(u64::from(read[3]));
             }
             let get = microseconds(started);
             let started = Instant::now();
             for index in &order {
-                let key = key_of(*index);
+                let key = key(*index);
                 let (version, read) = store.get(&key).expect("a loaded key");
                 assert!(store.put_if_version(&key, &value, version), "uncontended");
                 fold = fold.wrapping_add(u64::from(read[3]));
@@ -259,12 +239,7 @@ fn run_child(engine: &str, keys: usize, operations: usize) -> (f64, f64, f64) {
             for chunk in (0..keys as u64).collect::<Vec<_>>().chunks(1000) {
                 let mut batch = store.batch();
                 for index in chunk {
-                    batch.put(
-                        "c",
-                        &key_of(*index),
-                        &value,
-                        tenure::WriteOptions::default(),
-                    );
+                    batch.put("c", &key(*index), &value, tenure::WriteOptions::default());
                 }
                 batch.commit().expect("load");
             }
@@ -273,15 +248,13 @@ fn run_child(engine: &str, keys: usize, operations: usize) -> (f64, f64, f64) {
             let read = tenure::ReadOptions::default();
             let started = Instant::now();
             for index in &order {
-                let item = store
-                    .get("c", &key_of(*index), &read)
-                    .expect("a loaded key");
+                let item = store.get("c", &key(*index), &read).expect("a loaded key");
                 fold = fold.wrapping_add(u64::from(item.value.expect("a value")[3]));
             }
             let get = microseconds(started);
             let started = Instant::now();
             for index in &order {
-                let key = key_of(*index);
+                let key = key(*index);
                 let item = store.get("c", &key, &read).expect("a loaded key");
                 let conditions = tenure::Conditions::if_match(item.etag);
                 store
