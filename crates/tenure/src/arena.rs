@@ -14,8 +14,14 @@
 //! retired. An allocation finds its chunk by rounding its address down to 2 MiB.
 //!
 //! ```text
-//! chunk (2 MiB, 2 MiB-aligned) | live count + retired bit u64 | pad to 64 | allocations … |
+//! chunk (2 MiB, 2 MiB-aligned) | live count + retired bit u64 | number u32 | pad to 64 | allocations … |
 //! ```
+//!
+//! Every live chunk has a *number* (below [`MAXIMUM_CHUNKS`]), and every allocation a 32-bit
+//! [`Handle`]: the chunk's number, then the allocation's offset in 8-byte units. The indexes
+//! keep handles instead of 8-byte pointers (the point index's bucket and the ordered index's
+//! leaf entries are half as wide, about 20 B less per key at a million keys); a handle becomes
+//! a pointer with one load from a table of chunk addresses, which stays in cache.
 
 use std::alloc::Layout;
 use std::cell::Cell;
@@ -29,10 +35,40 @@ const RETIRED: usize = 1 << (usize::BITS - 1);
 /// The largest allocation the arena serves (a slot with a 64 KiB index key and its header).
 pub(crate) const MAXIMUM_ALLOCATION_BYTES: usize = 72 + (64 << 10);
 const ALIGNMENT: usize = 8;
+/// Bits of a handle that give an allocation's offset in its chunk, in `ALIGNMENT` units.
+const OFFSET_BITS: u32 = (CHUNK_BYTES / ALIGNMENT).trailing_zeros();
+/// How many chunks can be live at once: the numbers a handle's other bits can hold. That is
+/// 32 GiB of slots and ordered-index nodes (about 300 million items with 24-byte keys);
+/// a process that needs a chunk past it aborts, as on running out of memory (docs/design.md
+/// §9).
+pub(crate) const MAXIMUM_CHUNKS: usize = 1 << (u32::BITS - OFFSET_BITS);
+
+/// An allocation's 32-bit name (see the module comment). Never 0: an allocation lies past
+/// its chunk's header, so its offset is not 0.
+pub(crate) type Handle = u32;
 
 struct ChunkHeader {
     live_and_retired: AtomicUsize,
+    /// The chunk's number: `CHUNK_ADDRESSES[number]` is the chunk while it lives.
+    number: u32,
 }
+
+/// The address of each live chunk, by number (0 for a free number). Written when a chunk is
+/// made, before any of its allocations exists; read to turn a handle into a pointer.
+static CHUNK_ADDRESSES: [AtomicUsize; MAXIMUM_CHUNKS] =
+    [const { AtomicUsize::new(0) }; MAXIMUM_CHUNKS];
+
+/// The chunk numbers not in use: every number below `next_unused`, except those in `freed`,
+/// belongs to a live chunk.
+struct ChunkNumbers {
+    next_unused: usize,
+    freed: Vec<u32>,
+}
+
+static CHUNK_NUMBERS: parking_lot::Mutex<ChunkNumbers> = parking_lot::const_mutex(ChunkNumbers {
+    next_unused: 0,
+    freed: Vec::new(),
+});
 
 /// The chunk this thread bumps through: where its next allocation goes, where it ends, and
 /// how many chunks the thread has had (its first stays in small pages, so a thread that makes
@@ -142,6 +178,34 @@ pub(crate) fn allocate(bytes: usize) -> NonNull<u8> {
     })
 }
 
+/// The handle of an allocation of [`allocate`] that has not been given back.
+pub(crate) fn handle_of(pointer: NonNull<u8>) -> Handle {
+    let address = pointer.as_ptr() as usize;
+    let chunk = address & !(CHUNK_BYTES - 1);
+    // SAFETY: the allocation keeps its chunk, and so its header, alive.
+    let number = unsafe { &*(chunk as *const ChunkHeader) }.number;
+    let offset = (address - chunk) / ALIGNMENT;
+    debug_assert!(offset > 0 && offset < 1 << OFFSET_BITS);
+    (number << OFFSET_BITS) | offset as u32
+}
+
+/// The allocation a handle names.
+///
+/// # Safety
+/// `handle` came from [`handle_of`], and its allocation has not been given back.
+pub(crate) unsafe fn pointer_of(handle: Handle) -> NonNull<u8> {
+    // Relaxed: whoever holds the handle learned it after the chunk was registered, through
+    // the synchronisation that published the allocation itself. (An optimistic reader of the
+    // ordered index may decode a handle it read before validating its node; the writer
+    // stored that handle after a release fence that follows the registration, and the
+    // address loaded here depends on the handle, so the registration is what it sees.)
+    let chunk = CHUNK_ADDRESSES[(handle >> OFFSET_BITS) as usize].load(Ordering::Relaxed);
+    debug_assert_ne!(chunk, 0, "handle {handle:#x} names no live chunk");
+    let offset = (handle & ((1 << OFFSET_BITS) - 1)) as usize * ALIGNMENT;
+    // SAFETY: the caller's promise: a live chunk, so a nonzero address, and an offset in it.
+    unsafe { NonNull::new_unchecked((chunk + offset) as *mut u8) }
+}
+
 /// Gives back an allocation of [`allocate`]; its chunk goes once retired and empty.
 ///
 /// # Safety
@@ -192,18 +256,46 @@ fn new_chunk(huge: bool) -> NonNull<ChunkHeader> {
     #[cfg(not(target_os = "linux"))]
     let _ = huge;
     let chunk = chunk.cast::<ChunkHeader>();
+    let number = take_chunk_number();
     // SAFETY: fresh, writable, aligned memory.
     unsafe {
         chunk.as_ptr().write(ChunkHeader {
             live_and_retired: AtomicUsize::new(0),
+            number,
         });
     }
+    CHUNK_ADDRESSES[number as usize].store(chunk.as_ptr() as usize, Ordering::Relaxed);
     chunk
+}
+
+/// A number for a new chunk: a freed one first, so numbers stay dense.
+fn take_chunk_number() -> u32 {
+    let mut numbers = CHUNK_NUMBERS.lock();
+    if let Some(number) = numbers.freed.pop() {
+        return number;
+    }
+    if numbers.next_unused == MAXIMUM_CHUNKS {
+        drop(numbers);
+        // Every handle's number is taken: the indexes hold 32 GiB. Like an allocation that
+        // fails, this ends the process (it is not a panic a caller could catch halfway
+        // through a write).
+        eprintln!(
+            "tenure: the slot arena has {MAXIMUM_CHUNKS} chunks of {CHUNK_BYTES} bytes live, \
+             the most its 32-bit handles name"
+        );
+        std::process::abort();
+    }
+    numbers.next_unused += 1;
+    (numbers.next_unused - 1) as u32
 }
 
 /// # Safety
 /// `chunk` is retired and empty, and freed once.
 unsafe fn free_chunk(chunk: NonNull<ChunkHeader>) {
+    // SAFETY: the caller's promise: still allocated until the `dealloc` below.
+    let number = unsafe { chunk.as_ref() }.number;
+    CHUNK_ADDRESSES[number as usize].store(0, Ordering::Relaxed);
+    CHUNK_NUMBERS.lock().freed.push(number);
     // SAFETY: the caller's promise; allocated by `new_chunk` with this layout.
     unsafe { std::alloc::dealloc(chunk.as_ptr().cast(), chunk_layout()) };
 }
@@ -287,6 +379,49 @@ mod tests {
         assert_eq!(live(chunk), 0, "empty but not retired: kept");
         // SAFETY: as above: this frees the chunk.
         unsafe { retire(chunk) };
+    }
+
+    /// A handle names its allocation, in this thread's chunk and in others', and a freed
+    /// chunk's number goes to the next chunk made.
+    #[test]
+    fn a_handle_names_its_allocation_until_the_chunk_goes() {
+        let pointers: Vec<NonNull<u8>> = std::thread::spawn(|| {
+            (1..=20)
+                .map(|size| allocate(size * 8).as_ptr() as usize)
+                .collect::<Vec<usize>>()
+        })
+        .join()
+        .unwrap()
+        .into_iter()
+        .map(|address| NonNull::new(address as *mut u8).unwrap())
+        .collect();
+        let handles: Vec<Handle> = pointers.iter().map(|&pointer| handle_of(pointer)).collect();
+        assert!(handles.iter().all(|&handle| handle != 0));
+        for (&pointer, &handle) in pointers.iter().zip(&handles) {
+            // SAFETY: allocated above, not given back yet.
+            assert_eq!(unsafe { pointer_of(handle) }, pointer);
+        }
+        for pointer in pointers {
+            // SAFETY: allocated above, given back once.
+            unsafe { release(pointer) };
+        }
+        // A chunk registers its address under its number, and gives the number back when
+        // it is freed. (Other tests make chunks meanwhile and may take the number at once.)
+        let chunk = new_chunk(false);
+        // SAFETY: a live chunk.
+        let number = unsafe { chunk.as_ref() }.number;
+        assert_eq!(
+            CHUNK_ADDRESSES[number as usize].load(Ordering::Relaxed),
+            chunk.as_ptr() as usize
+        );
+        // SAFETY: no thread bumps through it; retired once, empty: freed.
+        unsafe { retire(chunk) };
+        let numbers = CHUNK_NUMBERS.lock();
+        let taken_again = CHUNK_ADDRESSES[number as usize].load(Ordering::Relaxed) != 0;
+        assert!(
+            numbers.freed.contains(&number) || taken_again,
+            "a freed chunk's number is free again"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crossbeam_epoch::Shared;
@@ -27,6 +27,7 @@ use crate::index::{
 };
 use crate::log::record::HEADER_BYTES;
 use crate::options::WriteOptions;
+use crate::point_index::HintCell;
 use crate::rules::conditions::{self, Conditions, ItemFacts, WriteKind};
 use crate::rules::ttl;
 use crate::rules::with_current_etag;
@@ -132,7 +133,7 @@ impl Seen {
 struct Touched<'g> {
     slot: ItemSlot,
     /// The key's value-hint cell (`Index::get_or_insert_with_hint_cell`).
-    hint_cell: &'g AtomicU32,
+    hint_cell: HintCell<'g>,
     incarnation: Arc<Incarnation>,
     head: Shared<'g, VersionNode>,
     seen: Seen,

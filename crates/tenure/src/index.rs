@@ -12,7 +12,7 @@
 //! - Versions no snapshot can see are unlinked by `prune` and freed through crossbeam-epoch.
 
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 use crossbeam_epoch::{Atomic, Guard, Owned, Shared};
 use crossbeam_utils::Backoff;
@@ -21,7 +21,7 @@ use crate::clock::{ReadTime, Timestamp};
 use crate::codec::{Coordination, Metadata};
 use crate::etag::Version;
 use crate::ordered_index::OrderedIndex;
-use crate::point_index::{PointIndex, SlotView};
+use crate::point_index::{HintCell, PointIndex, SlotView, HINT_BITS};
 use crate::rules::lease::LeaseRecord;
 use crate::rules::lock::{self, LockRecord};
 pub use crate::slot::ItemSlot;
@@ -476,18 +476,19 @@ pub struct Index {
     /// Whether a version with an expiry was installed since open (replay included). Until
     /// one is, the background sweep has nothing to find and walks nothing.
     expiring_items_written: AtomicBool,
-    /// The bits above a value hint's 32 (`value_hint`): those of the newest value hinted.
+    /// The bits above a value hint's `HINT_BITS` (`value_hint`): those of the newest value
+    /// hinted.
     value_hint_window: AtomicU64,
 }
 
-/// A value's log offset as the point index keeps it for prefetching: the low 32 bits of its
-/// cache line's number (4 bytes a bucket where the whole offset would take 8: about 8 B less
-/// per key). Lines 2^32 apart (256 GiB of log) share a hint; the reader completes it with the
-/// newest window, so a hint older than that points at the wrong place, and its prefetch
-/// loads nothing useful — it never changes what is read. 0 is "no hint".
+/// A value's log offset as the point index keeps it for prefetching: the low `HINT_BITS` (29)
+/// bits of its cache line's number, which share the bucket's word with the slot's handle.
+/// Lines 2^29 apart (32 GiB of log) share a hint; the reader completes it with the newest
+/// window, so a hint older than that points at the wrong place, and its prefetch loads
+/// nothing useful — it never changes what is read. 0 is "no hint".
 fn value_hint(offset: u64) -> (u32, u64) {
     let line = offset >> 6;
-    (line as u32, line >> 32)
+    ((line & ((1 << HINT_BITS) - 1)) as u32, line >> HINT_BITS)
 }
 
 impl Index {
@@ -508,7 +509,7 @@ impl Index {
     pub fn note_value_location(
         &self,
         index_key: &[u8],
-        hint_cell: Option<&AtomicU32>,
+        hint_cell: Option<HintCell<'_>>,
         location: ValueLocation,
     ) {
         let (hint, window) = value_hint(location.offset());
@@ -517,11 +518,11 @@ impl Index {
             self.value_hint_window.fetch_max(window, Ordering::Relaxed);
         }
         match hint_cell {
-            Some(cell) => cell.store(hint, Ordering::Relaxed),
+            Some(cell) => cell.set(hint),
             None => {
                 let guard = crossbeam_epoch::pin();
                 if let Some((_, cell)) = self.points.get_with_hint_cell(index_key, &guard) {
-                    cell.store(hint, Ordering::Relaxed);
+                    cell.set(hint);
                 }
             }
         }
@@ -538,7 +539,7 @@ impl Index {
     ) -> Option<SlotView<'g>> {
         let window = self.value_hint_window.load(Ordering::Relaxed);
         self.points.get_hinted(index_key, guard, |hint| {
-            prefetch_value(((window << 32) | u64::from(hint)) << 6);
+            prefetch_value(((window << HINT_BITS) | u64::from(hint)) << 6);
         })
     }
 
@@ -579,7 +580,7 @@ impl Index {
         &self,
         index_key: &[u8],
         guard: &'g Guard,
-    ) -> Option<(ItemSlot, &'g AtomicU32)> {
+    ) -> Option<(ItemSlot, HintCell<'g>)> {
         self.points
             .get_with_hint_cell(index_key, guard)
             .map(|(slot, cell)| (ItemSlot::clone(&slot), cell))
@@ -591,7 +592,7 @@ impl Index {
         &self,
         index_key: &[u8],
         guard: &'g Guard,
-    ) -> (ItemSlot, &'g AtomicU32) {
+    ) -> (ItemSlot, HintCell<'g>) {
         self.get_or_insert_slot(index_key, true, guard)
     }
 
@@ -602,7 +603,7 @@ impl Index {
         &self,
         index_key: &[u8],
         guard: &'g Guard,
-    ) -> (ItemSlot, &'g AtomicU32) {
+    ) -> (ItemSlot, HintCell<'g>) {
         self.get_or_insert_slot(index_key, false, guard)
     }
 
@@ -623,7 +624,7 @@ impl Index {
         index_key: &[u8],
         ordered: bool,
         guard: &'g Guard,
-    ) -> (ItemSlot, &'g AtomicU32) {
+    ) -> (ItemSlot, HintCell<'g>) {
         if let Some(found) = self.get_with_hint_cell(index_key, guard) {
             return found;
         }

@@ -8,6 +8,9 @@
 //!   it points at (to compare the key). Nothing is written. A bucket keeps 3 bits of the key's
 //!   hash in its pointer's alignment bits, so a probe passes over another key's bucket
 //!   without reading that slot 7 times in 8.
+//! - A bucket is one 64-bit word: the slot's arena handle (`arena.rs`), the tag, and the value
+//!   hint below. Handles instead of pointers make a bucket 8 bytes where pointer and hint took
+//!   12, and the hint arrives in the bucket's own cache line.
 //! - Writers of one shard take its mutex. One adding a slot to a half-full table builds a
 //!   table twice as large, publishes it, and leaves the old one to the epoch: readers still
 //!   probing it find every slot added before it was replaced.
@@ -16,38 +19,75 @@
 //! went through the table, the entry and then the slot, about 3.5 cache misses of the 9 a
 //! cold get took (cachegrind, 200k keys).
 //!
-//! Beside each bucket a table keeps a *value hint*: where the key's newest value was in the
+//! In each bucket a table keeps a *value hint*: where the key's newest value was in the
 //! log when it was written (`Index::note_value_location`). A lookup hands the hint of a bucket
 //! whose tag matches to its caller before it reads that bucket's slot, so a get starts
 //! loading the value while the slot is still on its way: two dependent cache misses instead
 //! of three. A hint is only ever an address to prefetch: a stale one (a racing writer, a
 //! compaction) costs a wasted load, never a wrong read.
 
-use std::ffi::c_void;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_epoch::{Atomic, Guard, Owned};
 use parking_lot::Mutex;
 
+use crate::arena::Handle;
 use crate::index::ItemSlot;
 
 const SHARD_BITS: u32 = 8;
 const SHARDS: usize = 1 << SHARD_BITS;
 const INITIAL_BUCKETS: usize = 16;
-/// Hash bits a bucket keeps below its slot pointer: slots are 8-byte aligned.
-const TAG_MASK: usize = 0b111;
+/// A bucket's word: bits 0–31 the slot's handle (0: an empty bucket), 32–34 the key's hash
+/// tag, 35–63 the value hint.
+const TAG_SHIFT: u32 = 32;
+const TAG_MASK: u64 = 0b111;
+const HINT_SHIFT: u32 = 35;
+/// The bits of a value hint (`Index::note_value_location` makes them).
+pub(crate) const HINT_BITS: u32 = u64::BITS - HINT_SHIFT;
+const HANDLE_AND_TAG: u64 = (1 << HINT_SHIFT) - 1;
 
-/// The slot pointer a set bucket holds, its hash tag taken off.
-fn slot_pointer(bucket: usize) -> *const c_void {
-    (bucket & !TAG_MASK) as *const c_void
+/// The handle of the slot a set bucket holds.
+fn slot_handle(bucket: u64) -> Handle {
+    bucket as Handle
 }
 
-fn tag_of(hash: u64) -> usize {
+fn bucket_tag(bucket: u64) -> u64 {
+    (bucket >> TAG_SHIFT) & TAG_MASK
+}
+
+fn bucket_hint(bucket: u64) -> u32 {
+    (bucket >> HINT_SHIFT) as u32
+}
+
+fn tag_of(hash: u64) -> u64 {
     // Bits neither the shard (the top 8) nor a bucket index (the bottom ones) uses.
-    (hash >> 40) as usize & TAG_MASK
+    (hash >> 40) & TAG_MASK
+}
+
+/// Where a writer records its key's value hint: the key's bucket.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HintCell<'g>(&'g AtomicU64);
+
+impl HintCell<'_> {
+    /// Sets the hint (below 2^`HINT_BITS`), leaving the bucket's slot and tag as they are.
+    /// One compare-and-swap, not a loop: if it fails, another writer of the key has just set
+    /// a hint of its own, as good as this one.
+    pub(crate) fn set(&self, hint: u32) {
+        debug_assert!(u64::from(hint) < 1 << HINT_BITS);
+        let word = self.0.load(Ordering::Relaxed);
+        let updated = (word & HANDLE_AND_TAG) | (u64::from(hint) << HINT_SHIFT);
+        if word != updated {
+            // A read-modify-write, not a store: it continues the release sequence of the
+            // store that published the slot, so a reader that loads this word (acquire) still
+            // sees the slot whole.
+            let _ = self
+                .0
+                .compare_exchange(word, updated, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
 }
 
 pub(crate) struct PointIndex {
@@ -125,17 +165,16 @@ struct Shard {
 }
 
 /// A power-of-two number of buckets, at most half of them set. A set bucket holds, with its
-/// key's hash tag in the low bits, a slot the index owns one reference to
-/// (`ItemSlot::into_raw`); a table that is replaced hands its references on to its
-/// successor, so dropping a table releases nothing. A set bucket is never written again.
+/// key's hash tag, the handle of a slot the index owns one reference to
+/// (`ItemSlot::into_handle`); a table that is replaced hands its references on to its
+/// successor, so dropping a table releases nothing. A set bucket's slot and tag never change;
+/// its value hint (0: none) is rewritten by any writer of the key: it is a prefetch address,
+/// trusted for nothing.
 struct Table {
-    buckets: ZeroedArray<AtomicUsize>,
-    /// `value_hints[i]` is bucket `i`'s value hint (0: none). Written with relaxed stores by
-    /// any writer of the key: it is a prefetch address, trusted for nothing.
-    value_hints: ZeroedArray<AtomicU32>,
+    buckets: ZeroedArray<AtomicU64>,
 }
 
-/// A table's buckets or value hints: atomics for which all-zero bytes are a valid value.
+/// A table's buckets: atomics for which all-zero bytes are a valid value.
 /// Arrays of a page or more are mappings of their own: a table replaced by its successor
 /// then gives its pages back to the system when it is freed, where from malloc's heap they
 /// stayed resident (about 11 B per key after a 1M-key load, a scratch probe: the heap had
@@ -152,9 +191,7 @@ enum ZeroedArray<T: ZeroIsValid> {
 /// All-zero bytes are a valid `Self`, and `Self` is `Sync`.
 unsafe trait ZeroIsValid: Default + Sync {}
 // SAFETY: atomics of integers: zero is 0, and they are `Sync`.
-unsafe impl ZeroIsValid for AtomicUsize {}
-// SAFETY: as above.
-unsafe impl ZeroIsValid for AtomicU32 {}
+unsafe impl ZeroIsValid for AtomicU64 {}
 
 /// Arrays of this many bytes or more are mapped (one 4 KiB page).
 const MAPPED_BYTES: usize = 4096;
@@ -224,23 +261,23 @@ pub(crate) struct SlotView<'a> {
 }
 
 impl SlotView<'_> {
-    /// A view of the slot `pointer` (`ItemSlot::into_raw`, untagged).
+    /// A view of the slot `handle` (`ItemSlot::into_handle`).
     ///
     /// # Safety
     /// Some index holds that reference for at least `'a`.
-    pub(crate) unsafe fn from_pointer<'a>(pointer: *const c_void) -> SlotView<'a> {
+    pub(crate) unsafe fn from_handle<'a>(handle: Handle) -> SlotView<'a> {
         SlotView {
             // SAFETY: the caller's promise; the view never gives the reference back.
-            slot: ManuallyDrop::new(unsafe { ItemSlot::from_raw(pointer) }),
+            slot: ManuallyDrop::new(unsafe { ItemSlot::from_handle(handle) }),
             _table: PhantomData,
         }
     }
 
     /// # Safety
     /// `bucket` is a set bucket's value, read from a table that outlives the view.
-    unsafe fn new<'a>(bucket: usize) -> SlotView<'a> {
-        // SAFETY: the bucket holds `into_raw` of a live slot, tagged in its alignment bits.
-        unsafe { SlotView::from_pointer(slot_pointer(bucket)) }
+    unsafe fn new<'a>(bucket: u64) -> SlotView<'a> {
+        // SAFETY: the bucket holds `into_handle` of a live slot.
+        unsafe { SlotView::from_handle(slot_handle(bucket)) }
     }
 }
 
@@ -257,7 +294,6 @@ impl Table {
         assert!(count.is_power_of_two());
         Table {
             buckets: ZeroedArray::zeroed(count),
-            value_hints: ZeroedArray::zeroed(count),
         }
     }
 
@@ -282,8 +318,8 @@ impl Table {
             if value == 0 {
                 return Err(index);
             }
-            if value & TAG_MASK == tag {
-                let hint = self.value_hints[index].load(Ordering::Relaxed);
+            if bucket_tag(value) == tag {
+                let hint = bucket_hint(value);
                 if hint != 0 {
                     candidate_hint(hint);
                 }
@@ -355,10 +391,10 @@ impl PointIndex {
         &self,
         index_key: &[u8],
         guard: &'g Guard,
-    ) -> Option<(SlotView<'g>, &'g AtomicU32)> {
+    ) -> Option<(SlotView<'g>, HintCell<'g>)> {
         let (table, hash) = self.table_and_hash(index_key, guard);
         let (slot, bucket) = table.probe(hash, index_key, |_| {}).ok()?;
-        Some((slot, &table.value_hints[bucket]))
+        Some((slot, HintCell(&table.buckets[bucket])))
     }
 
     /// The table of `index_key`'s shard, and the key's hash.
@@ -376,7 +412,7 @@ impl PointIndex {
         &self,
         slot: ItemSlot,
         guard: &'g Guard,
-    ) -> Result<&'g AtomicU32, ItemSlot> {
+    ) -> Result<HintCell<'g>, ItemSlot> {
         let (shard, hash) = self.shard_and_hash(slot.index_key());
         let mut slots = shard.slots.lock();
         // SAFETY: as in `table_and_hash`; under the shard's lock the table cannot change.
@@ -390,18 +426,20 @@ impl PointIndex {
         let Err(bucket) = table.probe(hash, slot.index_key(), |_| {}) else {
             unreachable!("the key is not in the shard (checked under its lock)");
         };
-        let pointer = slot.into_raw() as usize;
-        assert_eq!(pointer & TAG_MASK, 0, "a slot is 8-byte aligned");
-        table.buckets[bucket].store(pointer | tag_of(hash), Ordering::Release);
+        let handle = slot.into_handle();
+        table.buckets[bucket].store(
+            u64::from(handle) | (tag_of(hash) << TAG_SHIFT),
+            Ordering::Release,
+        );
         *slots += 1;
-        Ok(&table.value_hints[bucket])
+        Ok(HintCell(&table.buckets[bucket]))
     }
 
     /// Replaces the shard's table with one twice as large holding the same slots. The caller
     /// holds the shard's lock.
     fn grow<'g>(&self, shard: &Shard, table: &Table, guard: &'g Guard) -> &'g Table {
         let larger = Table::with_buckets(table.buckets.len() * 2);
-        for (bucket, hint) in table.buckets.iter().zip(table.value_hints.iter()) {
+        for bucket in table.buckets.iter() {
             let value = bucket.load(Ordering::Relaxed);
             if value == 0 {
                 continue;
@@ -412,10 +450,10 @@ impl PointIndex {
             let Err(empty) = larger.probe(hash, slot.index_key(), |_| {}) else {
                 unreachable!("the keys of a table are distinct");
             };
-            // The same slot, the same tag: its hash is the same. A hint set in the old table
-            // after this copy is lost, which costs a later get of that key its prefetch.
+            // The same slot, the same tag (its hash is the same) and its hint. A hint set in the
+            // old table after this copy is lost, which costs a later get of that key its
+            // prefetch.
             larger.buckets[empty].store(value, Ordering::Relaxed);
-            larger.value_hints[empty].store(hint.load(Ordering::Relaxed), Ordering::Relaxed);
         }
         let previous = shard
             .table
@@ -451,7 +489,7 @@ impl Drop for PointIndex {
                 let value = bucket.load(Ordering::Relaxed);
                 if value != 0 {
                     // SAFETY: the table's own reference, taken back once.
-                    drop(unsafe { ItemSlot::from_raw(slot_pointer(value)) });
+                    drop(unsafe { ItemSlot::from_handle(slot_handle(value)) });
                 }
             }
         }
@@ -503,7 +541,7 @@ mod tests {
             );
         };
         spread(&|hash| (hash >> (64 - SHARD_BITS)) as usize, SHARDS);
-        spread(&|hash| super::tag_of(hash), 8);
+        spread(&|hash| super::tag_of(hash) as usize, 8);
         spread(&|hash| hash as usize & 63, 64);
     }
 
@@ -570,7 +608,6 @@ mod tests {
 
     #[test]
     fn a_lookup_hands_over_the_keys_value_hint_before_reading_its_slot_and_growth_keeps_it() {
-        use std::sync::atomic::Ordering;
         let index = PointIndex::new();
         let guard = crossbeam_epoch::pin();
         index.insert(ItemSlot::new(&key(0)), &guard).unwrap();
@@ -582,7 +619,7 @@ mod tests {
         let set_hint = |n: u32, hint: u32| {
             let (slot, cell) = index.get_with_hint_cell(&key(n), &guard).unwrap();
             assert_eq!(slot.index_key(), &key(n)[..]);
-            cell.store(hint, Ordering::Relaxed);
+            cell.set(hint);
         };
         assert_eq!(hints_of(0), (true, vec![]), "no hint was set");
         set_hint(0, 77);
@@ -596,8 +633,8 @@ mod tests {
             let cell = index.insert(ItemSlot::new(&key(n)), &guard).unwrap();
             // Insertion hands over the new bucket's cell; later lookups find the same one.
             assert!(std::ptr::eq(
-                cell,
-                index.get_with_hint_cell(&key(n), &guard).unwrap().1
+                cell.0,
+                index.get_with_hint_cell(&key(n), &guard).unwrap().1 .0
             ));
             set_hint(n, n + 1_000);
         }
@@ -609,6 +646,19 @@ mod tests {
             assert!(found);
             assert_eq!(hints.last(), Some(&(n + 1_000)), "key {n}");
         }
+        // A hint shares the bucket's word with the slot's handle and tag: the widest hint,
+        // and then none, leave both alone.
+        let widest = (1 << super::HINT_BITS) - 1;
+        set_hint(4_999, widest);
+        let (found, hints) = hints_of(4_999);
+        assert!(found);
+        assert_eq!(hints.last(), Some(&widest));
+        set_hint(4_999, 0);
+        let (found, hints) = hints_of(4_999);
+        assert!(found);
+        // No hint is handed over for the key's bucket (others' tags may match on the way).
+        assert!(!hints.contains(&widest));
+        assert_eq!(index.slots(&guard).count(), 5_000);
     }
 
     #[test]

@@ -148,21 +148,22 @@ impl ItemSlot {
         self.header().length_and_room.load(Ordering::Acquire) & ROOM_TAKEN != 0
     }
 
-    /// The slot as a raw pointer that owns one reference (`from_raw` takes it back). It is
-    /// 8-byte aligned: the point index keeps a tag in its low 3 bits.
-    pub(crate) fn into_raw(self) -> *const std::ffi::c_void {
-        std::mem::ManuallyDrop::new(self)
-            .0
-            .as_ptr()
-            .cast_const()
-            .cast()
+    /// The slot's arena handle, owning one reference (`from_handle` takes it back): what
+    /// the indexes keep, 4 bytes where a pointer takes 8.
+    pub(crate) fn into_handle(self) -> arena::Handle {
+        arena::handle_of(std::mem::ManuallyDrop::new(self).0.cast())
     }
 
     /// # Safety
-    /// `pointer` came from `into_raw`, and its reference is not taken back twice.
-    pub(crate) unsafe fn from_raw(pointer: *const std::ffi::c_void) -> ItemSlot {
-        // SAFETY: the caller's promise: a live slot's pointer, never null.
-        ItemSlot(unsafe { NonNull::new_unchecked(pointer.cast_mut().cast()) })
+    /// `handle` came from `into_handle`, and its reference is not taken back twice.
+    pub(crate) unsafe fn from_handle(handle: arena::Handle) -> ItemSlot {
+        // SAFETY: the caller's promise: a live slot's handle.
+        ItemSlot(unsafe { arena::pointer_of(handle) }.cast())
+    }
+
+    /// Where the slot is, to prefetch.
+    pub(crate) fn address(&self) -> *const u8 {
+        self.0.as_ptr().cast_const().cast()
     }
 
     #[cfg(test)]
@@ -233,21 +234,12 @@ mod tests {
             let index_key: Vec<u8> = (0..length).map(|index| (index * 7 % 251) as u8).collect();
             let slot = ItemSlot::new(&index_key);
             assert_eq!(slot.index_key(), index_key);
-            assert_eq!(
-                slot.0.as_ptr() as usize % 8,
-                0,
-                "the point index tags 3 low bits"
-            );
             let other = slot.clone();
             assert_eq!(slot.reference_count(), 2);
-            let raw = other.into_raw();
-            assert_eq!(
-                slot.reference_count(),
-                2,
-                "a raw pointer owns its reference"
-            );
-            // SAFETY: from `into_raw` just above, taken back once.
-            let back = unsafe { ItemSlot::from_raw(raw) };
+            let handle = other.into_handle();
+            assert_eq!(slot.reference_count(), 2, "a handle owns its reference");
+            // SAFETY: from `into_handle` just above, taken back once.
+            let back = unsafe { ItemSlot::from_handle(handle) };
             assert!(back.same_slot(&slot));
             drop(back);
             assert_eq!(slot.reference_count(), 1);

@@ -2,7 +2,7 @@
 //! items is in `write.rs`, batches in `batch.rs`.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crossbeam_epoch::Guard;
@@ -23,6 +23,7 @@ use crate::options::{
     ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, Limits, Page, ReadOptions,
     StoreOptions,
 };
+use crate::point_index::HintCell;
 use crate::rules::conditions::{self, ItemFacts};
 use crate::rules::lease::{self, ContainerOperation};
 use crate::storage::{FileStorage, Storage};
@@ -975,7 +976,7 @@ fn replay_coordination(
 
 fn install_replayed(
     index: &Index,
-    (slot, hint_cell): (&ItemSlot, &AtomicU32),
+    (slot, hint_cell): (&ItemSlot, HintCell<'_>),
     head: crossbeam_epoch::Shared<'_, VersionNode>,
     node: VersionNode,
     guard: &Guard,

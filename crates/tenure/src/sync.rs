@@ -7,10 +7,10 @@
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use portable_atomic::AtomicU128;
 #[cfg(not(feature = "shuttle"))]
-pub(crate) use std::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(feature = "shuttle")]
-pub(crate) use shuttle::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use shuttle::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// One turn of waiting for another thread's progress: a backoff step, or under shuttle a
 /// scheduling point (a spin there would never let the awaited thread run).

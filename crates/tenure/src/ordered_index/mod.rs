@@ -10,26 +10,28 @@
 //!   they read a node's version, its contents, then the version again, and start over from the
 //!   root if it moved. An insert locks the leaf it changes; a full node met on the way down is
 //!   split first (locking it and its parent), and the insert starts over.
-//! - Keys are compared by an 8-byte *head* kept in the node: the 8 key bytes after the prefix
+//! - Keys are compared by a 4-byte *head* kept in the node: the 4 key bytes after the prefix
 //!   that every key the node can hold shares (known from its fence keys). Only equal heads read
 //!   the slot itself, so a descent reads nodes, not slots.
+//! - Slots are named by their 4-byte arena handles (`arena.rs`), not pointers: with 4-byte
+//!   heads a leaf entry takes 8 bytes where it took 16 (about 12 B less per key at a million
+//!   keys, leaves being about 69% full after random inserts).
 //! - Leaves link to their right sibling: a walk copies one leaf's entries at a time.
 //!
 //! It replaced crossbeam-skiplist's `SkipList`, whose search touched a node and a slot at
 //! every one of about 20 levels (docs/design.md §11).
 
 use std::cmp::Ordering as KeyOrder;
-use std::ffi::c_void;
 use std::mem::ManuallyDrop;
 
 use crossbeam_utils::Backoff;
 
+use crate::arena::Handle;
 use crate::index::ItemSlot;
 use crate::point_index::SlotView;
-use crate::sync::{fence, spin_once, AtomicU64, Ordering};
+use crate::sync::{fence, spin_once, AtomicU32, AtomicU64, Ordering};
 
-/// Entries per leaf and separators per inner node. 32 heads fill 4 cache lines, so a binary
-/// search within a node reads about 3. (Small under shuttle, so a few keys split nodes.)
+/// Entries per leaf and separators per inner node. 32 heads fill 2 cache lines. (Small under shuttle, so a few keys split nodes.)
 #[cfg(not(feature = "shuttle"))]
 const CAPACITY: usize = 32;
 #[cfg(feature = "shuttle")]
@@ -57,10 +59,10 @@ struct Header {
     count: AtomicU64,
     /// How many leading bytes every key this node can ever hold shares; heads start after.
     prefix_length: AtomicU64,
-    /// Slot pointers of the node's fence keys (not owned; 0: unbounded): every key it holds
+    /// Slot handles of the node's fence keys (not owned; 0: unbounded): every key it holds
     /// is ≥ the low fence and < the high one. Read only by a writer holding the node.
-    low_fence: AtomicU64,
-    high_fence: AtomicU64,
+    low_fence: AtomicU32,
+    high_fence: AtomicU32,
     /// 0 for a leaf. Never changes.
     height: u64,
 }
@@ -70,71 +72,75 @@ struct Leaf {
     header: Header,
     /// The right sibling (a `Leaf`), or 0 for the last leaf.
     next: AtomicU64,
-    heads: [AtomicU64; CAPACITY],
-    /// Slot pointers, each owning one reference to its slot (`ItemSlot::into_raw`).
-    slots: [AtomicU64; CAPACITY],
+    heads: [AtomicU32; CAPACITY],
+    /// Slot handles, each owning one reference to its slot (`ItemSlot::into_handle`).
+    slots: [AtomicU32; CAPACITY],
 }
 
 #[repr(C)]
 struct Inner {
     header: Header,
-    heads: [AtomicU64; CAPACITY],
-    /// Slot pointers of the separating keys (not owned: a leaf holds each slot). Child `i`
+    heads: [AtomicU32; CAPACITY],
+    /// Slot handles of the separating keys (not owned: a leaf holds each slot). Child `i`
     /// holds the keys ≥ separator `i − 1` and < separator `i`.
-    separators: [AtomicU64; CAPACITY],
+    separators: [AtomicU32; CAPACITY],
     children: [AtomicU64; CAPACITY + 1],
 }
 
 #[cfg(not(feature = "shuttle"))]
-const _: () = assert!(std::mem::size_of::<Leaf>() == 568 && std::mem::size_of::<Inner>() == 824);
+const _: () = assert!(std::mem::size_of::<Leaf>() == 304 && std::mem::size_of::<Inner>() == 560);
 
 fn atomics<const N: usize>() -> [AtomicU64; N] {
     std::array::from_fn(|_| AtomicU64::new(0))
 }
 
+fn atomics32<const N: usize>() -> [AtomicU32; N] {
+    std::array::from_fn(|_| AtomicU32::new(0))
+}
+
 /// The index key of a slot this index holds.
 ///
 /// # Safety
-/// `pointer` is nonzero and a slot pointer some node of this index held: slots live as long
+/// `handle` is nonzero and a slot handle some node of this index held: slots live as long
 /// as the index, which bounds the borrow.
-unsafe fn slot_key<'a>(pointer: u64) -> &'a [u8] {
+unsafe fn slot_key<'a>(handle: Handle) -> &'a [u8] {
     // SAFETY: the caller's promise; the view takes no reference and gives none back.
-    let slot = ManuallyDrop::new(unsafe { ItemSlot::from_raw(pointer as usize as *const c_void) });
+    let slot = ManuallyDrop::new(unsafe { ItemSlot::from_handle(handle) });
     let key = slot.index_key();
     // SAFETY: the bytes live in the slot's allocation (not in `slot`, a pointer to it).
     unsafe { std::slice::from_raw_parts(key.as_ptr(), key.len()) }
 }
 
-/// The 8 bytes of `key` after `prefix_length`, big-endian, padded with zeros. For keys that
+/// The 4 bytes of `key` after `prefix_length`, big-endian, padded with zeros. For keys that
 /// share the first `prefix_length` bytes, a smaller head means a smaller key; equal heads
 /// decide nothing (a shorter key padded with zeros ties with the longer one).
-fn head_of(key: &[u8], prefix_length: usize) -> u64 {
-    let mut bytes = [0u8; 8];
+fn head_of(key: &[u8], prefix_length: usize) -> u32 {
+    let mut bytes = [0u8; 4];
     if let Some(rest) = key.get(prefix_length..) {
-        let length = rest.len().min(8);
+        let length = rest.len().min(4);
         bytes[..length].copy_from_slice(&rest[..length]);
     }
-    u64::from_be_bytes(bytes)
+    u32::from_be_bytes(bytes)
 }
 
-/// The length of the prefix shared by every key between two fences (slot pointers; 0 is
+/// The length of the prefix shared by every key between two fences (slot handles; 0 is
 /// unbounded, which bounds nothing).
-fn shared_prefix_length(low_fence: u64, high_fence: u64) -> u64 {
+fn shared_prefix_length(low_fence: Handle, high_fence: Handle) -> u64 {
     if low_fence == 0 || high_fence == 0 {
         return 0;
     }
-    // SAFETY: fences are slot pointers of this index.
+    // SAFETY: fences are slot handles of this index.
     let (low, high) = unsafe { (slot_key(low_fence), slot_key(high_fence)) };
     low.iter().zip(high).take_while(|(a, b)| a == b).count() as u64
 }
 
 /// The first entry whose key is > `key` (`past_equal`) or ≥ `key`, among the first `count`.
 /// Without a lock the entries may be mid-change: the answer is then garbage (but nothing
-/// unsafe happens), and `Restart` when a slot pointer is not set yet; the caller's
+/// unsafe happens), and `Restart` when a slot handle is not set yet; the caller's
 /// validation throws either away.
 fn search(
-    heads: &[AtomicU64],
-    keys: &[AtomicU64],
+    heads: &[AtomicU32],
+    keys: &[AtomicU32],
     count: usize,
     prefix_length: usize,
     key: &[u8],
@@ -148,12 +154,12 @@ fn search(
         let order = if key_head != entry_head {
             key_head.cmp(&entry_head)
         } else {
-            let pointer = keys[middle].load(Ordering::Relaxed);
-            if pointer == 0 {
+            let handle = keys[middle].load(Ordering::Relaxed);
+            if handle == 0 {
                 return Err(Restart);
             }
-            // SAFETY: a nonzero slot pointer of this index.
-            key.cmp(unsafe { slot_key(pointer) })
+            // SAFETY: a nonzero slot handle of this index.
+            key.cmp(unsafe { slot_key(handle) })
         };
         let entry_goes_first = match order {
             KeyOrder::Greater => true,
@@ -170,13 +176,13 @@ fn search(
 }
 
 impl Header {
-    fn new(height: u64, low_fence: u64, high_fence: u64) -> Header {
+    fn new(height: u64, low_fence: Handle, high_fence: Handle) -> Header {
         Header {
             version: AtomicU64::new(0),
             count: AtomicU64::new(0),
             prefix_length: AtomicU64::new(shared_prefix_length(low_fence, high_fence)),
-            low_fence: AtomicU64::new(low_fence),
-            high_fence: AtomicU64::new(high_fence),
+            low_fence: AtomicU32::new(low_fence),
+            high_fence: AtomicU32::new(high_fence),
             height,
         }
     }
@@ -262,7 +268,7 @@ unsafe fn node_at<'a>(word: u64) -> &'a Header {
 /// last key and nothing bounds it on the right (keys arriving in ascending order, as the
 /// ordered rebuild at open inserts them): then the node keeps all but its last entry, so
 /// ascending inserts leave full nodes behind instead of half-full ones.
-fn split_point(header: &Header, keys: &[AtomicU64], key: &[u8]) -> usize {
+fn split_point(header: &Header, keys: &[AtomicU32], key: &[u8]) -> usize {
     if header.high_fence.load(Ordering::Relaxed) == 0 {
         let last = keys[CAPACITY - 1].load(Ordering::Relaxed);
         // SAFETY: the node is full and locked: every key is set.
@@ -275,8 +281,8 @@ fn split_point(header: &Header, keys: &[AtomicU64], key: &[u8]) -> usize {
 
 /// Writes the heads of entries `range` of a node with `prefix_length`.
 fn rewrite_heads(
-    heads: &[AtomicU64],
-    keys: &[AtomicU64],
+    heads: &[AtomicU32],
+    keys: &[AtomicU32],
     range: std::ops::Range<usize>,
     prefix_length: usize,
 ) {
@@ -289,7 +295,13 @@ fn rewrite_heads(
 
 /// After a split: the node kept `[0, kept)` and its keys now end below `separator`, so they
 /// may share a longer prefix; if so, its heads are rewritten for it.
-fn narrow(header: &Header, heads: &[AtomicU64], keys: &[AtomicU64], kept: usize, separator: u64) {
+fn narrow(
+    header: &Header,
+    heads: &[AtomicU32],
+    keys: &[AtomicU32],
+    kept: usize,
+    separator: Handle,
+) {
     header.high_fence.store(separator, Ordering::Relaxed);
     header.count.store(kept as u64, Ordering::Relaxed);
     let prefix_length = shared_prefix_length(header.low_fence.load(Ordering::Relaxed), separator);
@@ -300,17 +312,17 @@ fn narrow(header: &Header, heads: &[AtomicU64], keys: &[AtomicU64], kept: usize,
 }
 
 impl Leaf {
-    fn new(low_fence: u64, high_fence: u64) -> Leaf {
+    fn new(low_fence: Handle, high_fence: Handle) -> Leaf {
         Leaf {
             header: Header::new(0, low_fence, high_fence),
             next: AtomicU64::new(0),
-            heads: atomics(),
-            slots: atomics(),
+            heads: atomics32(),
+            slots: atomics32(),
         }
     }
 
     /// Adds the entry in key order, under the leaf's lock; false if the key is there.
-    fn insert(&self, key: &[u8], pointer: u64) -> bool {
+    fn insert(&self, key: &[u8], handle: Handle) -> bool {
         let (count, prefix_length) = (self.header.count(), self.header.prefix_length());
         let Ok(position) = search(&self.heads, &self.slots, count, prefix_length, key, false)
         else {
@@ -328,14 +340,14 @@ impl Leaf {
             self.slots[index + 1].store(slot.load(Ordering::Relaxed), Ordering::Relaxed);
         }
         self.heads[position].store(head_of(key, prefix_length), Ordering::Relaxed);
-        self.slots[position].store(pointer, Ordering::Relaxed);
+        self.slots[position].store(handle, Ordering::Relaxed);
         self.header.count.store(count as u64 + 1, Ordering::Relaxed);
         true
     }
 
     /// Splits this full, locked leaf; returns the separator (the right half's first key) and
     /// the new right sibling, linked in after this leaf.
-    fn split(&self, key: &[u8]) -> (u64, u64) {
+    fn split(&self, key: &[u8]) -> (Handle, u64) {
         let middle = split_point(&self.header, &self.slots, key);
         let separator = self.slots[middle].load(Ordering::Relaxed);
         let right = Leaf::new(separator, self.header.high_fence.load(Ordering::Relaxed));
@@ -366,18 +378,18 @@ impl Leaf {
 }
 
 impl Inner {
-    fn new(height: u64, low_fence: u64, high_fence: u64) -> Inner {
+    fn new(height: u64, low_fence: Handle, high_fence: Handle) -> Inner {
         Inner {
             header: Header::new(height, low_fence, high_fence),
-            heads: atomics(),
-            separators: atomics(),
+            heads: atomics32(),
+            separators: atomics32(),
             children: atomics(),
         }
     }
 
     /// Splits this full, locked inner node; returns the separator that moves up to the parent
     /// and the new right sibling.
-    fn split(&self, key: &[u8]) -> (u64, u64) {
+    fn split(&self, key: &[u8]) -> (Handle, u64) {
         let middle = split_point(&self.header, &self.separators, key);
         let separator = self.separators[middle].load(Ordering::Relaxed);
         let right = Inner::new(
@@ -418,7 +430,7 @@ impl Inner {
 
     /// Adds `separator` and, after it, the child `right` split off `left`. The node is locked
     /// and not full.
-    fn insert_child(&self, left: u64, separator: u64, right: u64) {
+    fn insert_child(&self, left: u64, separator: Handle, right: u64) {
         let count = self.header.count();
         assert!(count < CAPACITY, "a parent is split before its child");
         let position = (0..=count)
@@ -431,7 +443,7 @@ impl Inner {
             self.separators[index + 1].store(moved.load(Ordering::Relaxed), Ordering::Relaxed);
             self.children[index + 2].store(child.load(Ordering::Relaxed), Ordering::Relaxed);
         }
-        // SAFETY: a separator is a slot pointer of this index.
+        // SAFETY: a separator is a slot handle of this index.
         let head = head_of(unsafe { slot_key(separator) }, self.header.prefix_length());
         self.heads[position].store(head, Ordering::Relaxed);
         self.separators[position].store(separator, Ordering::Relaxed);
@@ -510,11 +522,16 @@ fn prefetch_node(word: u64, leaf: bool) {
     }
 }
 
-/// Starts loading both cache lines of the slot at `word`: a slot is 104 bytes or more, at any
-/// 16-byte boundary.
-fn prefetch_slot(word: u64) {
-    crate::index::prefetch(word as usize as *const u8);
-    crate::index::prefetch((word as usize + 64) as *const u8);
+/// Starts loading both cache lines of the slot `handle`: a slot is 104 bytes or more, at any
+/// 8-byte boundary.
+///
+/// # Safety
+/// `handle` is a slot handle of this index.
+unsafe fn prefetch_slot(handle: Handle) {
+    // SAFETY: the caller's promise.
+    let slot = ManuallyDrop::new(unsafe { ItemSlot::from_handle(handle) });
+    crate::index::prefetch(slot.address());
+    crate::index::prefetch(slot.address().wrapping_add(64));
 }
 
 /// Every slot of the index in key order (see the module comment).
@@ -534,20 +551,20 @@ impl OrderedIndex {
     /// Adds `slot`, whose key the index does not hold yet (each slot is added once, by the
     /// writer that added it to the point index); the index keeps the reference.
     pub(crate) fn insert(&self, slot: ItemSlot) {
-        let pointer = slot.into_raw() as usize as u64;
+        let handle = slot.into_handle();
         // SAFETY: the index owns the slot from here on.
-        let key = unsafe { slot_key(pointer) };
+        let key = unsafe { slot_key(handle) };
         let backoff = Backoff::new();
         // Each attempt either finishes, splits a node, or meets a node another thread is
         // changing: the number of attempts is bounded by the tree's height plus the time
         // other writers hold their nodes (a few hundred instructions each, no I/O).
         loop {
-            match self.try_insert(key, pointer) {
+            match self.try_insert(key, handle) {
                 Ok(true) => return,
                 Ok(false) => {
                     debug_assert!(false, "a key was added to the ordered index twice");
                     // SAFETY: the reference this call took, given back once.
-                    drop(unsafe { ItemSlot::from_raw(pointer as usize as *const c_void) });
+                    drop(unsafe { ItemSlot::from_handle(handle) });
                     return;
                 }
                 Err(Restart) => spin_once(&backoff),
@@ -569,7 +586,7 @@ impl OrderedIndex {
     }
 
     /// One descent: `Ok(true)` once inserted, `Ok(false)` if the key was there already.
-    fn try_insert(&self, key: &[u8], pointer: u64) -> Result<bool, Restart> {
+    fn try_insert(&self, key: &[u8], handle: Handle) -> Result<bool, Restart> {
         let (mut node, mut version) = self.read_root()?;
         let mut parent: Option<(&Inner, u64)> = None;
         loop {
@@ -581,7 +598,7 @@ impl OrderedIndex {
                 // SAFETY: height 0.
                 let leaf = unsafe { node.as_leaf() };
                 node.lock(version)?;
-                let inserted = leaf.insert(key, pointer);
+                let inserted = leaf.insert(key, handle);
                 node.unlock();
                 return Ok(inserted);
             }
@@ -631,7 +648,7 @@ impl OrderedIndex {
             }
             None => {
                 let root = Inner::new(node.height + 1, 0, 0);
-                // SAFETY: a separator is a slot pointer of this index.
+                // SAFETY: a separator is a slot handle of this index.
                 let head = head_of(unsafe { slot_key(separator) }, 0);
                 root.heads[0].store(head, Ordering::Relaxed);
                 root.separators[0].store(separator, Ordering::Relaxed);
@@ -687,7 +704,7 @@ impl OrderedIndex {
 /// copied under a validated read, then its right sibling's.
 pub(crate) struct Walk<'a> {
     _index: std::marker::PhantomData<&'a OrderedIndex>,
-    entries: [u64; CAPACITY],
+    entries: [Handle; CAPACITY],
     length: usize,
     position: usize,
     next_leaf: u64,
@@ -706,7 +723,8 @@ impl Walk<'_> {
         leaf.header.validate(version)?;
         (self.length, self.position, self.next_leaf) = (count - start, 0, next_leaf);
         for &slot in &self.entries[..self.length.min(PREFETCH_SLOT_AHEAD)] {
-            prefetch_slot(slot);
+            // SAFETY: a validated copy of a leaf's entry.
+            unsafe { prefetch_slot(slot) };
         }
         // A walk that may well go on into the next leaf loads it meanwhile.
         if next_leaf != 0 && self.length < CAPACITY / 2 {
@@ -740,15 +758,16 @@ impl<'a> Iterator for Walk<'a> {
         // ahead lets their cache misses overlap.
         if let Some(&ahead) = self.entries[..self.length].get(self.position + PREFETCH_NODE_AHEAD) {
             // SAFETY: as below.
-            unsafe { SlotView::from_pointer(ahead as usize as *const c_void) }.prefetch_head_node();
+            unsafe { SlotView::from_handle(ahead) }.prefetch_head_node();
         }
         if let Some(&ahead) = self.entries[..self.length].get(self.position + PREFETCH_SLOT_AHEAD) {
-            prefetch_slot(ahead);
+            // SAFETY: as below.
+            unsafe { prefetch_slot(ahead) };
         }
-        let pointer = self.entries[self.position];
+        let handle = self.entries[self.position];
         self.position += 1;
         // SAFETY: a validated copy of a leaf's entry: a slot the index holds while it lives.
-        Some(unsafe { SlotView::from_pointer(pointer as usize as *const c_void) })
+        Some(unsafe { SlotView::from_handle(handle) })
     }
 }
 
@@ -766,9 +785,8 @@ impl Drop for OrderedIndex {
                 // SAFETY: a leaf.
                 let leaf = unsafe { header.as_leaf() };
                 for slot in &leaf.slots[..count] {
-                    let pointer = slot.load(Ordering::Relaxed) as usize as *const c_void;
                     // SAFETY: the leaf's own reference, given back once.
-                    drop(unsafe { ItemSlot::from_raw(pointer) });
+                    drop(unsafe { ItemSlot::from_handle(slot.load(Ordering::Relaxed)) });
                 }
                 // SAFETY: a leaf of `allocate_node`, freed once.
                 unsafe { free_node::<Leaf>(node) };
