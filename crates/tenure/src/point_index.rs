@@ -67,25 +67,24 @@ fn tag_of(hash: u64) -> u64 {
     (hash >> 40) & TAG_MASK
 }
 
-/// Where a writer records its key's value hint: the key's bucket.
+/// Where a writer records its key's value hint: the key's bucket, found by the writer's own
+/// lookup (acquire) or insert.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HintCell<'g>(&'g AtomicU64);
 
 impl HintCell<'_> {
-    /// Sets the hint (below 2^`HINT_BITS`), leaving the bucket's slot and tag as they are.
-    /// One compare-and-swap, not a loop: if it fails, another writer of the key has just set
-    /// a hint of its own, as good as this one.
+    /// Sets the hint (below 2^`HINT_BITS`), leaving the bucket's slot and tag as they are
+    /// (they never change once set, so writing them again with the same bits is safe even
+    /// when another writer sets a hint at the same time: one of the two hints stays).
     pub(crate) fn set(&self, hint: u32) {
         debug_assert!(u64::from(hint) < 1 << HINT_BITS);
         let word = self.0.load(Ordering::Relaxed);
         let updated = (word & HANDLE_AND_TAG) | (u64::from(hint) << HINT_SHIFT);
         if word != updated {
-            // A read-modify-write, not a store: it continues the release sequence of the
-            // store that published the slot, so a reader that loads this word (acquire) still
-            // sees the slot whole.
-            let _ = self
-                .0
-                .compare_exchange(word, updated, Ordering::Relaxed, Ordering::Relaxed);
+            // Release: a reader that loads this word (acquire) must still see the slot whole.
+            // The slot's publication happens before this writer found the slot, so releasing
+            // here hands it on.
+            self.0.store(updated, Ordering::Release);
         }
     }
 }
