@@ -22,11 +22,13 @@ use crate::codec::{self, ItemWrite};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::{
-    coordination_box, index_key, ItemSlot, NewVersion, ValueLocation, VersionNode, COMMITTED,
-    PENDING,
+    coordination_box, index_key, node_of, view, ItemSlot, NewVersion, ValueLocation, VersionNode,
+    VersionRef, COMMITTED, PENDING,
 };
 use crate::log::record::HEADER_BYTES;
+use crate::log::Durability;
 use crate::options::WriteOptions;
+use crate::plain;
 use crate::point_index::HintCell;
 use crate::rules::conditions::{self, Conditions, ItemFacts, WriteKind};
 use crate::rules::ttl;
@@ -136,6 +138,8 @@ struct Touched<'g> {
     hint_cell: HintCell<'g>,
     incarnation: Arc<Incarnation>,
     head: Shared<'g, VersionNode>,
+    /// The version `head` names, which the batch's checks were judged against.
+    head_version: Option<VersionRef<'g>>,
     seen: Seen,
     /// The key's lease and lock as the next operation sees them.
     coordination: Coordination,
@@ -143,6 +147,30 @@ struct Touched<'g> {
     final_write: Option<usize>,
     /// The item existed before the batch (for the change feed's created/updated).
     existed_before: bool,
+}
+
+/// A key's version a batch attempt has installed, pending until the batch resolves.
+struct Installed<'t, 'g> {
+    entry: &'t Touched<'g>,
+    /// The head the attempt installed: a pending node, or a pending plain head (`plain`).
+    head: Shared<'g, VersionNode>,
+    /// The batch writes the key (else the version is a placeholder for its checks).
+    written: bool,
+    plain: bool,
+    value: Option<ValueLocation>,
+}
+
+impl Installed<'_, '_> {
+    /// Takes the version back: the attempt failed.
+    fn take_back(self, guard: &crossbeam_epoch::Guard) {
+        if self.plain {
+            self.entry
+                .slot
+                .resolve_pending_plain(self.head, false, guard);
+        } else {
+            self.entry.slot.uninstall(self.head, guard);
+        }
+    }
 }
 
 impl StoreShared {
@@ -333,6 +361,7 @@ impl<'store> Batch<'store> {
     fn attempt(&self) -> Result<Option<Version>> {
         let store = self.store;
         let guard = crossbeam_epoch::pin();
+        let mut fields = store.log.reader(&guard);
         let now = store.now();
         // The keys the batch touches, in the order it first touches them, and where each one
         // is in `touched`. Keyed by borrowed (container id, key): no key is copied.
@@ -361,12 +390,13 @@ impl<'store> Batch<'store> {
                     let (slot, hint_cell) =
                         store.index.get_or_insert_with_hint_cell(&index_key, &guard);
                     let head = slot.settled_head(&guard);
-                    // SAFETY: nodes reachable from a slot are freed only through the epoch.
-                    let facts = unsafe { head.as_ref() }
+                    let head_version = view(head, &mut fields)?;
+                    let facts = head_version
+                        .as_deref()
                         .filter(|node| node.is_live_at(now))
                         .map(facts_of);
-                    // SAFETY: as above.
-                    let coordination = unsafe { head.as_ref() }
+                    let coordination = head_version
+                        .as_deref()
                         .and_then(|node| node.coordination().cloned())
                         .unwrap_or_default();
                     touched.push(Touched {
@@ -374,6 +404,7 @@ impl<'store> Batch<'store> {
                         hint_cell,
                         incarnation,
                         head,
+                        head_version,
                         existed_before: facts.is_some(),
                         seen: Seen::Stored(facts),
                         coordination,
@@ -408,8 +439,7 @@ impl<'store> Batch<'store> {
                         .map(|()| coordination)
                 })
                 .map_err(|error| {
-                    // SAFETY: nodes reachable from a slot are freed only through the epoch.
-                    let judged_against = unsafe { entry.head.as_ref() };
+                    let judged_against = entry.head_version.as_deref();
                     self.failed(index, store.settle_refusal(judged_against, error))
                 })?;
             entry.coordination = coordination;
@@ -464,21 +494,33 @@ impl<'store> Batch<'store> {
             }
             debug_assert_eq!(payload.len(), payload_bytes);
             let mut reservation = store.log.reserve(payload.len())?;
+            // Each entry says the batch's version, so a plain head can name it (`plain.rs`).
+            for (write, &value_offset) in writes.iter().zip(&value_offsets) {
+                plain::patch_version(payload, value_offset, write, reservation.version());
+            }
             reservation.write_payload(payload)?;
             Ok::<_, Error>(reservation)
         })?;
         let version = reservation.version();
         let record_start = reservation.location() + HEADER_BYTES as u64;
-        // Install pending nodes: the written state, or a placeholder on checked-only keys.
-        let mut installed: Vec<(&Touched<'_>, Shared<'_, VersionNode>, bool)> = Vec::new();
+        // Install pending versions: the written state, or a placeholder on checked-only keys.
+        // A new key's version whose entry says all of it goes in as a pending plain head
+        // (`plain.rs`), with no node; the others as pending nodes.
+        let buffered = store.log.durability() == Durability::Buffered;
+        let mut installed: Vec<Installed<'_, '_>> = Vec::new();
         let mut write_at = 0;
         let mut moved = false;
         for entry in &touched {
+            let mut plain = false;
             let node = match entry.final_write {
                 Some(_) => {
                     let write = &writes[write_at];
                     let offset = value_offsets[write_at];
                     write_at += 1;
+                    plain = buffered
+                        && entry.head.is_null()
+                        && write.value.is_some()
+                        && plain::is_plain_write(write);
                     VersionNode::new(NewVersion {
                         version,
                         etag_version: version,
@@ -504,8 +546,23 @@ impl<'store> Batch<'store> {
                 }),
             };
             store.index.note_expiry(node.expires_at());
-            match entry.slot.install(entry.head, node, &guard) {
-                Ok(shared) => installed.push((entry, shared, entry.final_write.is_some())),
+            let value = node.value();
+            let result = match value {
+                Some(location) if plain => {
+                    entry
+                        .slot
+                        .install_pending_plain(entry.head, location.offset(), &guard)
+                }
+                _ => entry.slot.install(entry.head, node, &guard),
+            };
+            match result {
+                Ok(head) => installed.push(Installed {
+                    entry,
+                    head,
+                    written: entry.final_write.is_some(),
+                    plain,
+                    value,
+                }),
                 Err(_) => {
                     moved = true;
                     break;
@@ -513,35 +570,38 @@ impl<'store> Batch<'store> {
             }
         }
         if moved {
-            for (entry, shared, _) in installed {
-                entry.slot.uninstall(shared, &guard);
+            for installed in installed {
+                installed.take_back(&guard);
             }
             reservation.abort();
             return Ok(None);
         }
-        for (entry, shared, written) in &installed {
-            if *written {
-                // SAFETY: our own node, alive under `guard`.
-                let node = unsafe { shared.deref() };
+        for installed in &installed {
+            let Installed { entry, head, .. } = installed;
+            if installed.plain {
+                entry.slot.resolve_pending_plain(*head, true, &guard);
+            } else if installed.written {
+                let node = node_of(*head).expect("our own node, alive under `guard`");
                 node.status.store(COMMITTED, Ordering::Release);
-                if let Some(location) = node.value() {
-                    store.index.note_value_location(
-                        entry.slot.index_key(),
-                        Some(entry.hint_cell),
-                        location,
-                    );
-                }
             } else {
-                entry.slot.uninstall(*shared, &guard);
+                entry.slot.uninstall(*head, &guard);
+            }
+            if let (true, Some(location)) = (installed.written, installed.value) {
+                store.index.note_value_location(
+                    entry.slot.index_key(),
+                    Some(entry.hint_cell),
+                    location,
+                );
             }
         }
         reservation.commit()?;
-        for (entry, shared, written) in &installed {
+        for installed in &installed {
+            let Installed { entry, head, .. } = installed;
             if entry.incarnation.deleted_version.load(Ordering::Acquire) < version {
                 return Err(Error::rejected(ErrorCode::ContainerNotFound));
             }
-            if *written {
-                store.maybe_prune(&entry.slot, *shared, &guard);
+            if installed.written && !installed.plain {
+                store.maybe_prune(&entry.slot, *head, &guard);
             }
         }
         Ok(Some(version))

@@ -9,15 +9,15 @@ use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crossbeam_epoch::Owned;
+use crossbeam_epoch::{Owned, Shared};
 
 use crate::catalog::Catalog;
 use crate::codec::{self, Coordination, DecodedRecord, ItemWrite};
 use crate::error::Result;
 use crate::etag::Version;
 use crate::index::{
-    coordination_box, index_key, ItemSlot, NewVersion, Properties, ValueLocation, VersionNode,
-    COMMITTED,
+    coordination_box, index_key, node_of, word_of, ItemSlot, NewVersion, Properties, ValueLocation,
+    VersionNode, VersionRef, COMMITTED,
 };
 use crate::log::record::HEADER_BYTES;
 use crate::store::{properties_box, StoreShared};
@@ -56,7 +56,8 @@ struct Candidate {
 /// One live item version to copy forward: its whole state, so the copy replaces it exactly.
 struct Relocation {
     slot: ItemSlot,
-    /// The node being copied (compared by address when swapping in the copy).
+    /// The head word of the version being copied (`VersionRef::word`: a node's address or a
+    /// plain head), compared with the head's when swapping in the copy.
     node_address: usize,
     /// The segment's record that made the item a candidate: checked again if the copy loses.
     candidate: Candidate,
@@ -292,15 +293,30 @@ impl StoreShared {
         // As a plain read: a writer's prune may have left nothing at `visible` (it keeps only
         // the newest node at the version *it* saw), and an item found nowhere would not be
         // copied while its newest version still points into the segment.
-        let Some(current) = self.resolve(&slot, visible, false, guard) else {
+        let Some(current) = self.resolve(&slot, visible, false, guard)? else {
             return Ok(None);
+        };
+        let plain_offset = match &current {
+            VersionRef::Plain(_, offset) => Some(*offset),
+            VersionRef::Node(_) => None,
         };
         let depends = current.version == record_version
             || current
                 .value()
-                .is_some_and(|value| segment.contains(&value.offset()));
+                .is_some_and(|value| segment.contains(&value.offset()))
+            || plain_offset.is_some_and(|offset| segment.contains(&offset));
+        if !depends {
+            return Ok(None);
+        }
         let locked = crate::rules::lock::live_lock(current.lock(), now).is_some();
-        if !depends || !(current.is_live_at(now) || locked) {
+        if !(current.is_live_at(now) || locked) {
+            // Not copied forward (deleted or expired). A plain head must not outlive the
+            // segment its entry is in — readers read it to learn even that much — so it
+            // becomes a node that says the same. If the head moved, a newer version is above
+            // it, and readers stop there.
+            if let Some(offset) = plain_offset {
+                slot.demote_plain(offset, &current, guard);
+            }
             return Ok(None);
         }
         let value = match current.value() {
@@ -308,7 +324,7 @@ impl StoreShared {
             None => None,
         };
         Ok(Some(Relocation {
-            node_address: current as *const VersionNode as usize,
+            node_address: current.word(),
             slot,
             version: current.version,
             etag_version: current.etag_version(),
@@ -360,14 +376,16 @@ impl StoreShared {
         let mut lost = Vec::new();
         for (relocation, value_offset) in group.into_iter().zip(value_offsets) {
             let head = relocation.slot.settled_head(&guard);
-            if head.as_raw() as usize != relocation.node_address {
+            if word_of(head) != relocation.node_address {
                 // Written meanwhile: the copy is dead (replay skips it, being older), but the
                 // new version may still point into the segment — the caller checks again.
                 lost.push(relocation.candidate);
                 continue;
             }
-            // SAFETY: nodes reachable from a slot are freed only through the epoch.
-            let current = unsafe { head.deref() };
+            // A plain head has nothing older.
+            let older = node_of(head).map_or(Shared::null(), |current| {
+                current.older.load(Ordering::Acquire, &guard)
+            });
             let value = relocation.value.as_ref().map(|value| {
                 ValueLocation::new(record_start + value_offset as u64, value.len() as u32)
             });
@@ -384,7 +402,7 @@ impl StoreShared {
                 ),
                 coordination: coordination_box(relocation.coordination),
             }));
-            copy.link_older(current.older.load(Ordering::Acquire, &guard));
+            copy.link_older(older);
             if relocation
                 .slot
                 .head()

@@ -17,7 +17,9 @@ use crate::clock::Timestamp;
 use crate::codec::{self, Coordination};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
-use crate::index::{coordination_box, index_key, NewVersion, VersionNode, COMMITTED};
+use crate::index::{
+    coordination_box, index_key, node_of, view, NewVersion, VersionNode, COMMITTED,
+};
 use crate::options::{Item, WriteOptions};
 use crate::rules::lease::{
     self, LeaseAction, LeaseContext, LeaseDuration, LeaseId, LeaseInfo, LeaseOutcome, LeaseRecord,
@@ -185,8 +187,8 @@ impl StoreShared {
         loop {
             let now = self.now();
             let head = slot.settled_head(&guard);
-            // SAFETY: nodes reachable from a slot are freed only through the epoch.
-            let head_node = unsafe { head.as_ref() };
+            let head_version = view(head, &mut self.log.reader(&guard))?;
+            let head_node = head_version.as_deref();
             let current = head_node.filter(|node| node.is_live_at(now));
             let state = head_node
                 .and_then(|node| node.coordination().cloned())
@@ -242,8 +244,8 @@ impl StoreShared {
                     reservation.commit()?;
                     self.maybe_prune(&slot, installed, &guard);
                     self.lease_waiters.notify();
-                    // SAFETY: our own node, installed and reachable under `guard`.
-                    let read = then(&decision.output, unsafe { installed.deref() }, &guard)?;
+                    let installed = node_of(installed).expect("our own node, alive under `guard`");
+                    let read = then(&decision.output, installed, &guard)?;
                     return Ok((decision.output, read));
                 }
                 Err(_) => reservation.abort(),
@@ -350,11 +352,11 @@ impl StoreShared {
         let guard = crossbeam_epoch::pin();
         self.index
             .with_slot(&index_key(incarnation.id, key), |slot| {
-                let head = slot.map(|slot| slot.settled_head(&guard));
-                // SAFETY: as in `change_coordination`.
-                let current = head
-                    .and_then(|head| unsafe { head.as_ref() })
-                    .filter(|node| node.is_live_at(now));
+                let head_version = match slot.map(|slot| slot.settled_head(&guard)) {
+                    Some(head) => view(head, &mut self.log.reader(&guard))?,
+                    None => None,
+                };
+                let current = head_version.as_deref().filter(|node| node.is_live_at(now));
                 let Some(item) = current else {
                     return Err(Error::rejected(ErrorCode::NotFound));
                 };

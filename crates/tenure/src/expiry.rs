@@ -8,7 +8,7 @@ use crossbeam_epoch::Guard;
 use crate::clock::Timestamp;
 use crate::codec::{self, ItemWrite};
 use crate::error::Result;
-use crate::index::{ItemSlot, NewVersion, VersionNode, COMMITTED};
+use crate::index::{view, ItemSlot, NewVersion, VersionNode, COMMITTED};
 use crate::store::StoreShared;
 
 impl StoreShared {
@@ -56,8 +56,7 @@ impl StoreShared {
     /// Records `slot`'s expiry if its item is past its TTL at `now`. Returns whether it did.
     fn record_expiry_if_due(&self, slot: &ItemSlot, now: Timestamp, guard: &Guard) -> Result<bool> {
         let head = slot.settled_head(guard);
-        // SAFETY: nodes reachable from a slot are freed only through the epoch.
-        let Some(node) = (unsafe { head.as_ref() }) else {
+        let Some(node) = view(head, &mut self.log.reader(guard))? else {
             return Ok(false);
         };
         let expired = node.value().is_some() && !node.is_live_at(now);
@@ -91,8 +90,9 @@ impl StoreShared {
         };
         let mut payload = Vec::with_capacity(1 + codec::item_write_size(&write));
         payload.push(codec::OP_ITEM_WRITE);
-        codec::encode_item_write(&mut payload, &write);
+        let value_offset = codec::encode_item_write(&mut payload, &write);
         let mut reservation = self.log.reserve(payload.len())?;
+        crate::plain::patch_version(&mut payload, value_offset, &write, reservation.version());
         reservation.write_payload(&payload)?;
         let version = reservation.version();
         let tombstone = VersionNode::new(NewVersion {

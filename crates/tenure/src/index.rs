@@ -19,8 +19,10 @@ use crossbeam_utils::Backoff;
 
 use crate::clock::{ReadTime, Timestamp};
 use crate::codec::{Coordination, Metadata};
+use crate::error::Result;
 use crate::etag::Version;
 use crate::ordered_index::OrderedIndex;
+use crate::plain;
 use crate::point_index::{HintCell, PointIndex, SlotView, HINT_BITS};
 use crate::rules::lease::LeaseRecord;
 use crate::rules::lock::{self, LockRecord};
@@ -136,11 +138,44 @@ impl VersionNode {
         }
     }
 
+    /// A committed version without extras and nothing older: what a plain entry says
+    /// (`plain::decode`).
+    #[inline]
+    pub fn plain(
+        version: Version,
+        value: Option<ValueLocation>,
+        last_modified: Timestamp,
+        expires_at: Option<Timestamp>,
+    ) -> VersionNode {
+        let (value_offset, value_length) =
+            value.map_or((0, 0), |location| (location.offset(), location.length));
+        VersionNode {
+            version,
+            value_offset,
+            value_length,
+            status: AtomicU8::new(COMMITTED),
+            has_expiry: expires_at.is_some(),
+            chain_length: AtomicU8::new(1),
+            last_modified,
+            expiry: expires_at.unwrap_or(0),
+            extras: None,
+            older: Atomic::null(),
+        }
+    }
+
     /// Makes `older` the next node of this one (not yet published) and counts the chain.
     pub fn link_older(&self, older: Shared<'_, VersionNode>) {
-        // SAFETY: `older` was read from a slot under the guard its lifetime borrows, and nodes
-        // reachable from a slot are freed only through the epoch.
-        let below = unsafe { older.as_ref() }.map_or(0, VersionNode::chain_length);
+        debug_assert!(
+            !plain::is_pending(older),
+            "nothing is installed over a pending head"
+        );
+        let below = if plain::offset_of(older).is_some() {
+            1
+        } else {
+            // SAFETY: `older` was read from a slot under the guard its lifetime borrows, and
+            // nodes reachable from a slot are freed only through the epoch.
+            unsafe { older.as_ref() }.map_or(0, VersionNode::chain_length)
+        };
         self.chain_length
             .store(below.saturating_add(1), Ordering::Relaxed);
         self.older.store(older, Ordering::Relaxed);
@@ -198,6 +233,18 @@ impl VersionNode {
                 || !lock::is_expired_under_lock(self.expires_at(), self.lock(), time.now()))
     }
 
+    /// Whether `other` says exactly what this version says (a plain entry's version against
+    /// the node it would replace): version, ETag, value location, times, and no extras.
+    pub fn same_version_as(&self, other: &VersionNode) -> bool {
+        self.version == other.version
+            && self.etag_version() == other.etag_version()
+            && self.value() == other.value()
+            && self.last_modified == other.last_modified
+            && self.expires_at() == other.expires_at()
+            && self.extras.is_none()
+            && other.extras.is_none()
+    }
+
     pub fn lease(&self) -> Option<&LeaseRecord> {
         self.coordination()?.lease.as_ref()
     }
@@ -215,6 +262,101 @@ pub fn coordination_box(coordination: Coordination) -> Option<Box<Coordination>>
 #[derive(Debug)]
 pub struct HeadMoved;
 
+/// A version as readers see it: a node of a chain, or the version a plain head names, built
+/// from its log entry (`plain.rs`).
+pub enum VersionRef<'g> {
+    Node(&'g VersionNode),
+    /// The version, and the value offset its plain head names.
+    Plain(VersionNode, u64),
+}
+
+impl std::ops::Deref for VersionRef<'_> {
+    type Target = VersionNode;
+
+    fn deref(&self) -> &VersionNode {
+        match self {
+            VersionRef::Node(node) => node,
+            VersionRef::Plain(node, _) => node,
+        }
+    }
+}
+
+impl VersionRef<'_> {
+    /// The head word that names this version ([`word_of`]): equal to a head's word only if
+    /// that head is this version.
+    pub fn word(&self) -> usize {
+        match self {
+            VersionRef::Node(node) => *node as *const VersionNode as usize,
+            VersionRef::Plain(_, offset) => word_of(plain::head(*offset)),
+        }
+    }
+}
+
+/// A head word as a number, tag included: two heads name the same version exactly when their
+/// words are equal.
+pub fn word_of(head: Shared<'_, VersionNode>) -> usize {
+    head.as_raw() as usize | head.tag()
+}
+
+/// Reads the fields of a plain entry from the log: given the entry's value offset, the
+/// `plain::FIELDS_BYTES` before it.
+pub trait PlainFields {
+    fn plain_fields(&mut self, value_offset: u64) -> Result<plain::Fields>;
+
+    /// Whether plain heads may be made where these fields are read (a replay into a scratch
+    /// index that cannot read the log back makes none).
+    fn allows_plain_heads(&self) -> bool {
+        true
+    }
+}
+
+/// The fields source of a replay that makes no plain heads (`inspect::verify`, which checks
+/// records without a log to read them back from): never asked for fields.
+pub struct NoPlainHeads;
+
+impl PlainFields for NoPlainHeads {
+    fn plain_fields(&mut self, value_offset: u64) -> Result<plain::Fields> {
+        Err(crate::error::Error::corruption(
+            "log",
+            value_offset,
+            "a plain head in an index that makes none",
+        ))
+    }
+
+    fn allows_plain_heads(&self) -> bool {
+        false
+    }
+}
+
+/// The version `head` (a head word or an `older` link) names: its node, or the plain entry's
+/// version read through `fields`; `None` for null. Not for a pending plain head (a batch's
+/// uncommitted first version: `settled_head` waits for it, `visible` passes it).
+#[inline]
+pub fn view<'g>(
+    head: Shared<'g, VersionNode>,
+    fields: &mut impl PlainFields,
+) -> Result<Option<VersionRef<'g>>> {
+    assert!(
+        !plain::is_pending(head),
+        "a pending plain head has no version to read yet"
+    );
+    if let Some(offset) = plain::offset_of(head) {
+        let fields = fields.plain_fields(offset)?;
+        return plain::decode(offset, &fields).map(|node| Some(VersionRef::Plain(node, offset)));
+    }
+    Ok(node_of(head).map(VersionRef::Node))
+}
+
+/// The node `head` points at, if it is a node (not null, not plain, not pending plain).
+pub fn node_of<'g>(head: Shared<'g, VersionNode>) -> Option<&'g VersionNode> {
+    if !plain::is_node_or_null(head) {
+        return None;
+    }
+    // SAFETY: heads and links are read under a guard, and nodes reachable from a slot are
+    // freed only through the epoch; `'g` is that guard's.
+    unsafe { head.as_ref() }
+}
+
 impl ItemSlot {
     pub fn head(&self) -> &Atomic<VersionNode> {
         &self.header().head
@@ -230,42 +372,61 @@ impl ItemSlot {
         let backoff = Backoff::new();
         loop {
             let head = self.head().load(Ordering::Acquire, guard);
-            // SAFETY: nodes reachable from the head are freed only through the epoch.
-            match unsafe { head.as_ref() } {
-                Some(node) if node.status.load(Ordering::Acquire) == PENDING => {
-                    if backoff.is_completed() {
-                        std::thread::yield_now();
-                    } else {
-                        backoff.snooze();
-                    }
-                }
-                _ => return head,
+            let pending = plain::is_pending(head)
+                || node_of(head).is_some_and(|node| node.status.load(Ordering::Acquire) == PENDING);
+            if !pending {
+                return head;
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
             }
         }
     }
 
     /// Asks the CPU to start loading this slot's newest version node, which a walk will read
-    /// soon: cache misses of walks then overlap instead of following one another.
+    /// soon: cache misses of walks then overlap instead of following one another. (A plain
+    /// head's entry is in the log: the walk's value prefetch loads it.)
     pub(crate) fn prefetch_head_node(&self) {
         // SAFETY: the pointer is only prefetched, never dereferenced (a prefetch cannot fault).
         let guard = unsafe { crossbeam_epoch::unprotected() };
-        prefetch(self.head().load(Ordering::Relaxed, guard).as_raw());
-    }
-
-    /// The newest committed node with a version ≤ `version` (what a reader at `version` sees).
-    pub fn visible<'g>(&self, version: Version, guard: &'g Guard) -> Option<&'g VersionNode> {
-        let mut current = self.head().load(Ordering::Acquire, guard);
-        // SAFETY: as in `settled_head`.
-        while let Some(node) = unsafe { current.as_ref() } {
-            if node.version <= version && node.status.load(Ordering::Acquire) == COMMITTED {
-                return Some(node);
-            }
-            current = node.older.load(Ordering::Acquire, guard);
+        let head = self.head().load(Ordering::Relaxed, guard);
+        if plain::is_node_or_null(head) {
+            prefetch(head.as_raw());
         }
-        None
     }
 
-    /// Installs `node` over `expected`, in the slot's own room for a node when it is free.
+    /// The newest committed version ≤ `version` (what a reader at `version` sees).
+    pub fn visible<'g>(
+        &self,
+        version: Version,
+        guard: &'g Guard,
+        fields: &mut impl PlainFields,
+    ) -> Result<Option<VersionRef<'g>>> {
+        let mut current = self.head().load(Ordering::Acquire, guard);
+        loop {
+            // A batch's uncommitted first version: nothing is older.
+            if plain::is_pending(current) {
+                return Ok(None);
+            }
+            match view(current, fields)? {
+                None => return Ok(None),
+                // A plain version ends its chain, and is committed.
+                Some(VersionRef::Plain(node, offset)) => {
+                    return Ok((node.version <= version).then_some(VersionRef::Plain(node, offset)))
+                }
+                Some(VersionRef::Node(node)) => {
+                    if node.version <= version && node.status.load(Ordering::Acquire) == COMMITTED {
+                        return Ok(Some(VersionRef::Node(node)));
+                    }
+                    current = node.older.load(Ordering::Acquire, guard);
+                }
+            }
+        }
+    }
+
+    /// Installs `node` over `expected`.
     pub fn install<'g>(
         &self,
         expected: Shared<'g, VersionNode>,
@@ -273,15 +434,7 @@ impl ItemSlot {
         guard: &'g Guard,
     ) -> Result<Shared<'g, VersionNode>, HeadMoved> {
         node.link_older(expected);
-        let new = match self.take_room() {
-            Some(room) => {
-                // SAFETY: the claim makes the room ours, and nothing reaches it until the
-                // exchange below publishes it.
-                unsafe { room.write(node) };
-                Shared::from(room.cast_const())
-            }
-            None => Owned::new(node).into_shared(guard),
-        };
+        let new = Owned::new(node).into_shared(guard);
         match self.head().compare_exchange(
             expected,
             new,
@@ -292,69 +445,126 @@ impl ItemSlot {
             Ok(_) => Ok(new),
             Err(_) => {
                 // SAFETY: never published, so still ours alone.
-                unsafe { self.discard(new) };
+                drop(unsafe { new.into_owned() });
                 Err(HeadMoved)
             }
         }
     }
 
-    fn room_node(&self) -> *mut VersionNode {
-        self.header().room.get().cast()
+    /// Installs a plain head naming the entry whose value starts at `value_offset` over
+    /// `expected`, which must be null: a plain version ends its chain (`plain.rs`).
+    pub fn install_plain<'g>(
+        &self,
+        expected: Shared<'g, VersionNode>,
+        value_offset: u64,
+        guard: &'g Guard,
+    ) -> Result<Shared<'g, VersionNode>, HeadMoved> {
+        assert!(expected.is_null(), "a plain head has nothing older");
+        let new = plain::head(value_offset);
+        self.head()
+            .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire, guard)
+            .map(|_| new)
+            .map_err(|_| HeadMoved)
     }
 
-    fn is_room_node(&self, node: Shared<'_, VersionNode>) -> bool {
-        std::ptr::eq(node.as_raw(), self.room_node())
+    /// Installs a pending plain head naming a batch's entry at `value_offset` over `expected`,
+    /// which must be null: the batch's first version of a new key, without a node.
+    pub fn install_pending_plain<'g>(
+        &self,
+        expected: Shared<'g, VersionNode>,
+        value_offset: u64,
+        guard: &'g Guard,
+    ) -> Result<Shared<'g, VersionNode>, HeadMoved> {
+        assert!(expected.is_null(), "a plain head has nothing older");
+        let new = plain::pending_head(value_offset);
+        self.head()
+            .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire, guard)
+            .map(|_| new)
+            .map_err(|_| HeadMoved)
     }
 
-    fn take_room(&self) -> Option<*mut VersionNode> {
-        self.claim_room().then(|| self.room_node())
+    /// Commits the pending plain head `installed` (a plain head from now on), or takes it back
+    /// (null again). No one installs over a pending head, so it is still the head.
+    pub fn resolve_pending_plain(
+        &self,
+        installed: Shared<'_, VersionNode>,
+        commit: bool,
+        guard: &Guard,
+    ) {
+        let resolved = match plain::pending_offset_of(installed) {
+            Some(offset) if commit => plain::head(offset),
+            Some(_) => Shared::null(),
+            None => panic!("a pending plain head is resolved"),
+        };
+        let exchanged = self.head().compare_exchange(
+            installed,
+            resolved,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+            guard,
+        );
+        assert!(
+            exchanged.is_ok(),
+            "a pending head stays the head until it resolves"
+        );
     }
 
-    /// Drops the node in the slot's room and frees the room for the next install.
-    ///
-    /// # Safety
-    /// The room holds a node that nothing can reach any more.
-    unsafe fn drop_room_node(&self) {
-        // SAFETY: the caller's promise.
-        unsafe { std::ptr::drop_in_place(self.room_node()) };
-        self.release_room();
+    /// Replaces the plain head naming the entry at `value_offset` by a node saying the same
+    /// `version` (read from that entry), so the entry's segment can go. False when the head
+    /// is no longer that plain head.
+    pub fn demote_plain(&self, value_offset: u64, version: &VersionNode, guard: &Guard) -> bool {
+        let node = Owned::new(VersionNode::new(NewVersion {
+            version: version.version,
+            etag_version: version.etag_version(),
+            status: COMMITTED,
+            value: version.value(),
+            last_modified: version.last_modified,
+            expires_at: version.expires_at(),
+            properties: None,
+            coordination: None,
+        }));
+        self.head()
+            .compare_exchange(
+                plain::head(value_offset),
+                node,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+                guard,
+            )
+            .is_ok()
     }
 
-    /// Frees a node that was never published.
-    ///
-    /// # Safety
-    /// `node` came from `install` of this slot and no other thread has seen it.
-    unsafe fn discard(&self, node: Shared<'_, VersionNode>) {
-        if self.is_room_node(node) {
-            // SAFETY: the caller's promise.
-            unsafe { self.drop_room_node() };
-        } else {
-            // SAFETY: the caller's promise: a heap node no one else holds.
-            drop(unsafe { node.into_owned() });
+    /// Makes a plain head naming the entry at `value_offset` the slot's whole chain. For the
+    /// replay at open, which no one else sees and where no reader needs older versions.
+    pub fn replace_chain_with_plain(&self, value_offset: u64, guard: &Guard) {
+        let mut detached = self
+            .head()
+            .swap(plain::head(value_offset), Ordering::AcqRel, guard);
+        while let Some(node) = node_of(detached) {
+            let next = node.older.load(Ordering::Acquire, guard);
+            // SAFETY: detached by the swap.
+            unsafe { self.retire(detached, guard) };
+            detached = next;
         }
     }
 
-    /// Frees a node unlinked from this slot's chain once no reader can still hold it.
+    /// Frees a node unlinked from this slot's chain once no reader can still hold it; a
+    /// plain head frees nothing.
     ///
     /// # Safety
     /// `node` was this slot's, and is now unreachable from its head.
     pub(crate) unsafe fn retire(&self, node: Shared<'_, VersionNode>, guard: &Guard) {
-        if self.is_room_node(node) {
-            // The callback keeps the slot alive until it has run.
-            let slot = self.clone();
-            // SAFETY: unlinked, so once the guards of today are gone nothing reaches it.
-            guard.defer(move || unsafe { slot.drop_room_node() });
-        } else {
-            // SAFETY: readers that still hold it are protected by their guards.
-            unsafe { guard.defer_destroy(node) };
+        if node.is_null() || plain::offset_of(node).is_some() {
+            return;
         }
+        // SAFETY: readers that still hold it are protected by their guards.
+        unsafe { guard.defer_destroy(node) };
     }
 
     /// Takes back a pending node this caller installed (nobody builds on pending nodes, so
     /// it is still the head).
     pub fn uninstall<'g>(&self, installed: Shared<'g, VersionNode>, guard: &'g Guard) {
-        // SAFETY: `installed` is our own node, reachable and alive under `guard`.
-        let node = unsafe { installed.deref() };
+        let node = node_of(installed).expect("an installed node");
         node.status.store(ABORTED, Ordering::Release);
         let older = node.older.load(Ordering::Acquire, guard);
         let result = self.head().compare_exchange(
@@ -379,17 +589,19 @@ impl ItemSlot {
     pub fn prune(&self, keep_from: Version, guard: &Guard) -> u8 {
         let mut kept = 0u8;
         let mut current = self.head().load(Ordering::Acquire, guard);
-        // SAFETY: as in `settled_head`.
-        while let Some(node) = unsafe { current.as_ref() } {
+        while !current.is_null() {
             kept = kept.saturating_add(1);
+            // A plain version ends the chain: nothing below it to unlink.
+            let Some(node) = node_of(current) else {
+                return kept;
+            };
             if node.version <= keep_from && node.status.load(Ordering::Acquire) == COMMITTED {
                 let mut detached = node.older.swap(Shared::null(), Ordering::AcqRel, guard);
-                while !detached.is_null() {
-                    // SAFETY: the chain was detached by the swap, so only guards taken before
-                    // it can still see these nodes; `retire` waits for them.
-                    let next = unsafe { detached.deref() }
-                        .older
-                        .load(Ordering::Acquire, guard);
+                // The swap detached the chain, so only guards taken before it can still see
+                // these nodes; `retire` waits for them.
+                while let Some(detached_node) = node_of(detached) {
+                    let next = detached_node.older.load(Ordering::Acquire, guard);
+                    // SAFETY: detached above.
                     unsafe { self.retire(detached, guard) };
                     detached = next;
                 }

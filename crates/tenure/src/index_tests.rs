@@ -1,12 +1,12 @@
-//! The slot's room for a node: which installs take it, and that it is handed out again only
-//! once nothing can reach its last node.
+//! Version chains: plain heads (`plain.rs`) and nodes, installs and prunes, and that a node is
+//! freed only once nothing can reach it.
 
+use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Barrier};
 
-use crossbeam_epoch::{Collector, LocalHandle};
-
 use super::*;
+use crate::codec::{self, ItemWrite};
 
 fn node(version: Version, status: u8, properties: bool) -> VersionNode {
     VersionNode::new(NewVersion {
@@ -42,101 +42,186 @@ fn slot() -> ItemSlot {
     ItemSlot::new(b"\0\0\0\0\0\0\0\x01key")
 }
 
-/// Advances `handle`'s private collector until the room is free again. With one participant
-/// each flush can move the epoch on, and two moves run every callback deferred before them.
-fn collect_until_room_is_free(slot: &ItemSlot, handle: &LocalHandle) {
-    for _ in 0..64 {
-        if !slot.room_is_taken() {
-            return;
-        }
-        handle.pin().flush();
+/// Plain entries as a log would hold them, by value offset: the fields `encode_item_write`
+/// writes before a value of `version` bytes, at version `version`.
+#[derive(Default)]
+struct Entries(HashMap<u64, plain::Fields>);
+
+impl Entries {
+    /// Adds version `version`'s entry and returns its value offset (where `node` puts it).
+    fn add(&mut self, version: Version) -> u64 {
+        let value = vec![7u8; version as usize];
+        let mut payload = vec![codec::OP_ITEM_WRITE];
+        let write = ItemWrite {
+            container_id: 1,
+            key: b"key",
+            value: Some(&value),
+            last_modified: 0,
+            expires_at: None,
+            content_type: None,
+            metadata: &[],
+            etag_version: 0,
+            coordination: None,
+            created: true,
+            expired: false,
+        };
+        let value_offset = codec::encode_item_write(&mut payload, &write);
+        plain::patch_version(&mut payload, value_offset, &write, version);
+        let fields = payload[value_offset - plain::FIELDS_BYTES..value_offset]
+            .try_into()
+            .unwrap();
+        self.0.insert(1_000 + version, fields);
+        1_000 + version
     }
-    panic!("the room was not released after 64 collections");
 }
 
+impl PlainFields for Entries {
+    fn plain_fields(&mut self, value_offset: u64) -> Result<plain::Fields> {
+        self.0
+            .get(&value_offset)
+            .copied()
+            .ok_or_else(|| crate::error::Error::corruption("test", value_offset, "no entry there"))
+    }
+}
+
+/// The versions of the chain from the head down, plain ones read through `entries`.
+fn chain(slot: &ItemSlot, entries: &mut Entries, guard: &Guard) -> Vec<(Version, bool)> {
+    let mut versions = Vec::new();
+    let mut current = slot.head().load(Ordering::Acquire, guard);
+    while let Some(version) = view(current, entries).unwrap() {
+        let is_plain = matches!(version, VersionRef::Plain(..));
+        versions.push((version.version, is_plain));
+        let VersionRef::Node(node) = version else {
+            break;
+        };
+        current = node.older.load(Ordering::Acquire, guard);
+    }
+    versions
+}
+
+/// A plain head reads as its entry, ends its chain under the nodes installed over it, and a
+/// prune that detaches it frees nothing (a plain head owns no memory: freeing one would show
+/// under the AddressSanitizer run).
 #[test]
-fn the_first_install_takes_the_room_and_a_retired_room_is_taken_again() {
-    let collector = Collector::new();
-    let handle = collector.register();
+fn a_plain_head_reads_as_its_entry_and_ends_its_chain() {
+    let mut entries = Entries::default();
     let slot = slot();
-    let guard = handle.pin();
-    let first = slot
-        .install(Shared::null(), node(1, COMMITTED, true), &guard)
-        .unwrap();
-    assert!(slot.is_room_node(first));
+    let guard = crossbeam_epoch::pin();
+    let offset = entries.add(1);
+    let first = slot.install_plain(Shared::null(), offset, &guard).unwrap();
+    assert_eq!(plain::offset_of(first), Some(offset));
+    let seen = slot.visible(1, &guard, &mut entries).unwrap().unwrap();
+    check_node(&seen);
+    assert!(matches!(seen, VersionRef::Plain(_, at) if at == offset));
+    assert!(slot.visible(0, &guard, &mut entries).unwrap().is_none());
     let second = slot
         .install(first, node(2, COMMITTED, false), &guard)
         .unwrap();
-    assert!(!slot.is_room_node(second), "the room still holds version 1");
-    slot.prune(2, &guard);
-    assert!(
-        slot.room_is_taken(),
-        "a guard that may still read version 1 is pinned"
-    );
-    drop(guard);
-    collect_until_room_is_free(&slot, &handle);
-
-    let guard = handle.pin();
-    let head = slot.head().load(Ordering::Acquire, &guard);
     let third = slot
-        .install(head, node(3, COMMITTED, false), &guard)
+        .install(second, node(3, PENDING, true), &guard)
         .unwrap();
-    assert!(slot.is_room_node(third));
-    let versions: Vec<Version> = std::iter::successors(
-        // SAFETY: reachable under `guard`.
-        unsafe { slot.head().load(Ordering::Acquire, &guard).as_ref() },
-        |node| unsafe { node.older.load(Ordering::Acquire, &guard).as_ref() },
-    )
-    .map(|node| node.version)
-    .collect();
-    assert_eq!(versions, [3, 2]);
-    assert_eq!(slot.visible(2, &guard).map(|node| node.version), Some(2));
+    assert_eq!(
+        chain(&slot, &mut entries, &guard),
+        [(3, false), (2, false), (1, true)]
+    );
+    assert_eq!(node_of(third).unwrap().chain_length(), 3);
+    // A reader at version 1 passes the pending and newer nodes and lands on the entry.
+    let at_one = slot.visible(1, &guard, &mut entries).unwrap().unwrap();
+    assert_eq!(at_one.version, 1);
+    assert_eq!(
+        slot.visible(2, &guard, &mut entries)
+            .unwrap()
+            .unwrap()
+            .version,
+        2
+    );
+    // Pruning at 1 keeps everything (the entry is the newest at 1); at 2 it detaches it.
+    assert_eq!(slot.prune(1, &guard), 3);
+    assert_eq!(slot.prune(2, &guard), 2);
+    assert_eq!(chain(&slot, &mut entries, &guard), [(3, false), (2, false)]);
+    // A pending node taken back leaves its older head in place, a plain one included.
+    let other = self::slot();
+    let plain_first = other.install_plain(Shared::null(), offset, &guard).unwrap();
+    let pending = other
+        .install(plain_first, node(5, PENDING, false), &guard)
+        .unwrap();
+    other.uninstall(pending, &guard);
+    assert_eq!(chain(&other, &mut entries, &guard), [(1, true)]);
 }
 
 #[test]
-fn an_install_that_loses_its_race_gives_the_room_back_at_once() {
-    let collector = Collector::new();
-    let handle = collector.register();
+#[should_panic(expected = "a plain head has nothing older")]
+fn a_plain_head_goes_only_where_nothing_is() {
     let slot = slot();
-    let guard = handle.pin();
+    let guard = crossbeam_epoch::pin();
     let first = slot
         .install(Shared::null(), node(1, COMMITTED, false), &guard)
         .unwrap();
-    slot.uninstall(first, &guard);
-    drop(guard);
-    collect_until_room_is_free(&slot, &handle);
-
-    let guard = handle.pin();
-    let winner = Owned::new(node(2, COMMITTED, false)).into_shared(&guard);
-    slot.head().store(winner, Ordering::Release);
-    // Expects an empty slot, claims the room, loses the exchange: the room is free again
-    // without waiting for the epoch, since no one ever saw the node in it.
-    assert!(slot
-        .install(Shared::null(), node(3, COMMITTED, true), &guard)
-        .is_err());
-    assert!(!slot.room_is_taken());
-    let third = slot
-        .install(winner, node(3, COMMITTED, true), &guard)
-        .unwrap();
-    assert!(slot.is_room_node(third));
+    let _ = slot.install_plain(first, 2_000, &guard);
 }
 
+/// A batch's pending plain head: readers pass it, writers wait for it, and it resolves to
+/// plain (committed) or to nothing (taken back).
 #[test]
-fn racing_first_installs_leave_one_node_and_a_consistent_room() {
+fn a_pending_plain_head_is_passed_by_readers_and_resolves_either_way() {
+    let mut entries = Entries::default();
+    let guard = crossbeam_epoch::pin();
+    let slot = slot();
+    let offset = entries.add(4);
+    let pending = slot
+        .install_pending_plain(Shared::null(), offset, &guard)
+        .unwrap();
+    assert!(slot.visible(10, &guard, &mut entries).unwrap().is_none());
+    assert!(node_of(pending).is_none());
+    assert_eq!(slot.prune(10, &guard), 1, "a prune leaves it alone");
+    slot.resolve_pending_plain(pending, true, &guard);
+    assert_eq!(chain(&slot, &mut entries, &guard), [(4, true)]);
+    assert_eq!(slot.settled_head(&guard), plain::head(offset));
+
+    let aborted = self::slot();
+    let pending = aborted
+        .install_pending_plain(Shared::null(), offset, &guard)
+        .unwrap();
+    // A writer waits for the batch to resolve (it is likely waiting by the time the batch
+    // aborts; either way it must find the key absent).
+    let waiter = {
+        let slot = aborted.clone();
+        std::thread::spawn(move || {
+            let guard = crossbeam_epoch::pin();
+            slot.settled_head(&guard).is_null()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    aborted.resolve_pending_plain(pending, false, &guard);
+    assert!(
+        waiter.join().unwrap(),
+        "the writer saw the key absent again"
+    );
+    assert!(chain(&aborted, &mut entries, &guard).is_empty());
+}
+
+/// Two writers' first installs race: one plain, one a node. Exactly one wins, and the
+/// chain is the winner alone.
+#[test]
+fn racing_first_installs_leave_one_version() {
+    let mut entries = Entries::default();
+    let offset = entries.add(1);
     for _ in 0..200 {
         let slot = slot();
         let barrier = Arc::new(Barrier::new(2));
-        let wins: usize = (1..=2)
+        let wins: usize = (1..=2u64)
             .map(|version| {
                 let slot = slot.clone();
                 let barrier = Arc::clone(&barrier);
                 std::thread::spawn(move || {
                     let guard = crossbeam_epoch::pin();
                     barrier.wait();
-                    usize::from(
+                    let installed = if version == 1 {
+                        slot.install_plain(Shared::null(), offset, &guard)
+                    } else {
                         slot.install(Shared::null(), node(version, COMMITTED, true), &guard)
-                            .is_ok(),
-                    )
+                    };
+                    usize::from(installed.is_ok())
                 })
             })
             .collect::<Vec<_>>()
@@ -145,25 +230,15 @@ fn racing_first_installs_leave_one_node_and_a_consistent_room() {
             .sum();
         assert_eq!(wins, 1);
         let guard = crossbeam_epoch::pin();
-        let head = slot.head().load(Ordering::Acquire, &guard);
-        // SAFETY: reachable under `guard`.
-        assert!(unsafe { head.deref() }
-            .older
-            .load(Ordering::Acquire, &guard)
-            .is_null());
-        assert_eq!(
-            slot.room_is_taken(),
-            slot.is_room_node(head),
-            "the room is taken exactly when the winner's node is in it"
-        );
+        assert_eq!(chain(&slot, &mut entries, &guard).len(), 1);
     }
 }
 
 /// A writer replaces and prunes one slot's versions as fast as it can while readers follow
-/// the head: a room handed out again while a reader still held its node would show that
-/// reader a node whose fields disagree, or a version going backwards.
+/// the head: a node freed while a reader still held it would show that reader a node whose
+/// fields disagree, or a version going backwards.
 #[test]
-fn readers_never_see_the_room_reused_under_them() {
+fn readers_never_see_a_node_freed_under_them() {
     const VERSIONS: u64 = 20_000;
     let slot = slot();
     let newest = Arc::new(AtomicU64::new(0));
@@ -175,9 +250,7 @@ fn readers_never_see_the_room_reused_under_them() {
                 let mut last_seen = 0;
                 while newest.load(Ordering::Acquire) < VERSIONS {
                     let guard = crossbeam_epoch::pin();
-                    let Some(head) =
-                        (unsafe { slot.head().load(Ordering::Acquire, &guard).as_ref() })
-                    else {
+                    let Some(head) = node_of(slot.head().load(Ordering::Acquire, &guard)) else {
                         continue;
                     };
                     let version = head.version;
@@ -191,43 +264,39 @@ fn readers_never_see_the_room_reused_under_them() {
             })
         })
         .collect();
-    let mut inline_installs = 0;
     for version in 1..=VERSIONS {
         let guard = crossbeam_epoch::pin();
         let head = slot.head().load(Ordering::Acquire, &guard);
-        let installed = slot
-            .install(head, node(version, COMMITTED, version % 3 == 0), &guard)
+        slot.install(head, node(version, COMMITTED, version % 3 == 0), &guard)
             .unwrap();
-        inline_installs += usize::from(slot.is_room_node(installed));
         slot.prune(version, &guard);
         newest.store(version, Ordering::Release);
     }
     for reader in readers {
         reader.join().unwrap();
     }
-    assert!(inline_installs > 0);
 }
 
 #[test]
-fn dropping_a_slot_frees_its_chain_and_its_room() {
-    // Leaks and double frees show under the AddressSanitizer run of `.ci/run`.
+fn dropping_a_slot_frees_its_nodes_and_not_its_plain_tail() {
+    // Leaks, double frees and frees of a plain head show under the AddressSanitizer run.
     let guard = crossbeam_epoch::pin();
     let slot = slot();
-    let mut head = Shared::null();
-    for version in 1..=4 {
+    let mut head = slot.install_plain(Shared::null(), 1_001, &guard).unwrap();
+    for version in 2..=4 {
         head = slot
             .install(head, node(version, COMMITTED, true), &guard)
             .unwrap();
     }
     assert_eq!(slot.reference_count(), 1);
     drop(slot);
-    let claimed_but_lost = self::slot();
+    let lost = self::slot();
     let winner = Owned::new(node(1, COMMITTED, true)).into_shared(&guard);
-    claimed_but_lost.head().store(winner, Ordering::Release);
-    assert!(claimed_but_lost
+    lost.head().store(winner, Ordering::Release);
+    assert!(lost
         .install(Shared::null(), node(2, COMMITTED, true), &guard)
         .is_err());
-    drop(claimed_but_lost);
+    drop(lost);
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod inspect;
 mod log;
 mod options;
 mod ordered_index;
+mod plain;
 mod point_index;
 mod rules;
 mod scan;

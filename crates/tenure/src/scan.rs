@@ -9,14 +9,18 @@ use crossbeam_epoch::Guard;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
-use crate::index::{index_key, ValueLocation};
+use crate::index::{index_key, node_of, ItemSlot, PlainFields, ValueLocation, VersionRef};
 use crate::log::LogReader;
+use crate::plain;
 use crate::point_index::SlotView;
 use crate::snapshot::Snapshot;
 use crate::store::StoreShared;
 
 /// How many entries ahead a walk starts loading values.
 const VALUE_PREFETCH_AHEAD: usize = 3;
+/// How much of a plain head's value a walk prefetches with its fields (its length is not
+/// known until they are read).
+const PLAIN_VALUE_PREFETCH_BYTES: usize = 128;
 
 /// One item a scan visits: key and value borrowed for the duration of the visit (the value
 /// straight from the log's mapping).
@@ -74,12 +78,33 @@ impl<'a, I> Walk<'a, I> {
         let (true, Some(slot)) = (self.prefetch_values, &self.window[at]) else {
             return;
         };
-        // SAFETY: nodes reachable from a slot are freed only through the epoch.
-        let head = unsafe { slot.head().load(Ordering::Acquire, self.guard).as_ref() };
-        if let Some(location) = head.and_then(|node| node.value()) {
+        let head = slot.head().load(Ordering::Acquire, self.guard);
+        if let Some(offset) = plain::offset_of(head) {
+            // A plain head: its fields, and the value's first lines (its length is in the
+            // fields, not loaded yet).
+            let start = offset.saturating_sub(plain::FIELDS_BYTES as u64);
+            self.values
+                .prefetch(start, plain::FIELDS_BYTES + PLAIN_VALUE_PREFETCH_BYTES);
+        } else if let Some(location) = node_of(head).and_then(|node| node.value()) {
             self.values
                 .prefetch(location.offset(), location.length as usize);
         }
+    }
+
+    /// The entry a plain head names, read through the walk's reader.
+    pub(crate) fn plain_entry(&mut self, value_offset: u64) -> Result<plain::Entry> {
+        let fields = self.values.plain_fields(value_offset)?;
+        plain::Entry::read(value_offset, &fields)
+    }
+
+    /// The version of `slot` a reader at `version` sees, plain heads read through the walk's
+    /// reader.
+    pub(crate) fn visible(
+        &mut self,
+        slot: &ItemSlot,
+        version: Version,
+    ) -> Result<Option<VersionRef<'a>>> {
+        slot.visible(version, self.guard, &mut self.values)
     }
 
     /// The bytes of a value the walk's guard keeps mapped.
@@ -137,13 +162,28 @@ impl Snapshot<'_> {
         let mut visited = 0;
         let mut walk = store.walk(start, &full_prefix, true, &guard);
         while let Some(slot) = walk.next() {
-            let Some(node) = slot
-                .visible(version, &guard)
-                .filter(|node| node.is_live_at(now))
-            else {
-                continue;
+            // Most keys are a plain head: read what the scan needs straight from its entry
+            // (the entry ends its chain, so it is the version or there is none).
+            let head = slot.head().load(Ordering::Acquire, &guard);
+            let (etag_version, location) = match plain::offset_of(head) {
+                Some(offset) => {
+                    let entry = walk.plain_entry(offset)?;
+                    if entry.version > version || !entry.is_live_at(now) {
+                        continue;
+                    }
+                    (entry.version, entry.value)
+                }
+                None => {
+                    let Some(node) = walk
+                        .visible(&slot, version)?
+                        .filter(|node| node.is_live_at(now))
+                    else {
+                        continue;
+                    };
+                    (node.etag_version(), node.value())
+                }
             };
-            let value = match node.value() {
+            let value = match location {
                 Some(location) => walk.value_bytes(location)?,
                 None => &[],
             };
@@ -151,8 +191,8 @@ impl Snapshot<'_> {
             let entry = ScanEntry {
                 key: slot.key(),
                 value,
-                etag: ETag(node.etag_version()),
-                version: node.etag_version(),
+                etag: ETag(etag_version),
+                version: etag_version,
             };
             if !visit(entry) {
                 break;

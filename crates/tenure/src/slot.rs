@@ -1,19 +1,17 @@
 //! An item slot's memory: one allocation that holds a reference count, the index key's length,
-//! the head of the version chain, room for one version node, and the index key's bytes.
+//! the head of the version chain, and the index key's bytes.
 //!
 //! ```text
-//! 0            4                      8              16                      72
-//! | references | key length + room   | head: *Node  | room: one VersionNode  | index key … |
-//! | u32        | taken (top bit), u32 |              | (56 B, maybe unused)   |             |
+//! 0            4             8                             16
+//! | references | key length  | head: *Node or plain entry  | index key … |
+//! | u32        | u32         |                             |             |
 //! ```
 //!
-//! With a 24-byte key (a 32-byte index key) a slot is 104 bytes, taken from the slot arena
-//! (`arena.rs`) without malloc's header and rounding. (`triomphe::ThinArc`, which this
-//! replaced, kept a 64-bit count and a 64-bit length: 120 bytes and a 128-byte malloc chunk;
-//! this layout from malloc took a 112-byte chunk.)
+//! With a 24-byte key (a 32-byte index key) a slot is 48 bytes, taken from the slot arena
+//! (`arena.rs`) without malloc's header and rounding. Until session 14 it also had room for one
+//! version node (56 bytes, 104 in all); a key written once now has a plain head instead
+//! (`plain.rs`), and other versions are nodes of their own.
 
-use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -22,54 +20,40 @@ use crossbeam_epoch::Atomic;
 use crate::arena;
 use crate::index::VersionNode;
 
-/// The bit of `SlotHeader::length_and_room` that says the room holds a node.
-const ROOM_TAKEN: u32 = 1 << 31;
-
 /// More references than this means a leak of counts (every holder is an index, a batch in
 /// progress or an epoch callback): abort, as `std::sync::Arc` does, rather than wrap.
 const MAXIMUM_REFERENCES: u32 = u32::MAX / 2;
 
-/// The longest index key a slot holds: a slot is at most the largest allocation of the slot
-/// arena. `Limits::max_key_bytes` is checked against it when a store opens.
-pub(crate) const MAXIMUM_INDEX_KEY_BYTES: usize =
-    arena::MAXIMUM_ALLOCATION_BYTES - std::mem::size_of::<SlotHeader>();
-// Its length also fits the 31 bits beside the room's flag.
-const _: () = assert!(MAXIMUM_INDEX_KEY_BYTES < ROOM_TAKEN as usize);
+/// The longest index key a slot holds (64 KiB: the container id and a key of up to 65,528
+/// bytes). `Limits::max_key_bytes` is checked against it when a store opens.
+pub(crate) const MAXIMUM_INDEX_KEY_BYTES: usize = 64 << 10;
+// A slot is at most the largest allocation of the slot arena.
+const _: () = assert!(
+    std::mem::size_of::<SlotHeader>() + MAXIMUM_INDEX_KEY_BYTES <= arena::MAXIMUM_ALLOCATION_BYTES
+);
 
 #[repr(C)]
 pub(crate) struct SlotHeader {
     references: AtomicU32,
-    /// The index key's length, and in the top bit whether `room` holds a node (set by the
-    /// installer that claims it; cleared by the epoch once the node is unlinked and no reader
-    /// can still hold it: `ItemSlot::retire`).
-    length_and_room: AtomicU32,
+    /// The index key's length; never changes.
+    length: u32,
     pub(crate) head: Atomic<VersionNode>,
-    /// Room for one version node in the slot's own allocation. An install takes it when it is
-    /// free, so the newest version usually lives here: a get or a walk reads slot and version
-    /// from adjacent cache lines instead of following a pointer to a node of its own, and a
-    /// key written once costs one allocation.
-    pub(crate) room: UnsafeCell<MaybeUninit<VersionNode>>,
 }
 
-const _: () = assert!(std::mem::size_of::<SlotHeader>() == 72);
+const _: () = assert!(std::mem::size_of::<SlotHeader>() == 16);
 
 impl Drop for SlotHeader {
     fn drop(&mut self) {
-        let room: *const VersionNode = self.room.get().cast();
         // SAFETY: the last reference is gone: the slot is in no index and no epoch callback
         // holds it, so no guard can reach its chain.
         unsafe {
             let guard = crossbeam_epoch::unprotected();
             let mut current = self.head.load(Ordering::Relaxed, guard);
-            while !current.is_null() {
-                let next = current.deref().older.load(Ordering::Relaxed, guard);
-                if !std::ptr::eq(current.as_raw(), room) {
-                    drop(current.into_owned());
-                }
+            // A plain head (or link) ends the chain and owns nothing.
+            while let Some(node) = crate::index::node_of(current) {
+                let next = node.older.load(Ordering::Relaxed, guard);
+                drop(current.into_owned());
                 current = next;
-            }
-            if *self.length_and_room.get_mut() & ROOM_TAKEN != 0 {
-                self.room.get_mut().assume_init_drop();
             }
         }
     }
@@ -81,10 +65,8 @@ impl Drop for SlotHeader {
 /// cache miss on every key comparison and 32 bytes per key.
 pub struct ItemSlot(NonNull<SlotHeader>);
 
-// SAFETY: a slot is shared by reference count like an `Arc`. The room is written only by
-// the installer holding its claim, before a release compare-and-swap publishes it in `head`,
-// and dropped only by the epoch callback that clears the claim once nothing can reach it;
-// everything else reads it through `head`, like any other node.
+// SAFETY: a slot is shared by reference count like an `Arc`; its key never changes, and its
+// head is an atomic.
 unsafe impl Send for ItemSlot {}
 unsafe impl Sync for ItemSlot {}
 
@@ -100,9 +82,8 @@ impl ItemSlot {
         unsafe {
             pointer.as_ptr().write(SlotHeader {
                 references: AtomicU32::new(1),
-                length_and_room: AtomicU32::new(index_key.len() as u32),
+                length: index_key.len() as u32,
                 head: Atomic::null(),
-                room: UnsafeCell::new(MaybeUninit::uninit()),
             });
             std::ptr::copy_nonoverlapping(
                 index_key.as_ptr(),
@@ -119,33 +100,9 @@ impl ItemSlot {
     }
 
     pub fn index_key(&self) -> &[u8] {
-        let length = self.header().length_and_room.load(Ordering::Relaxed) & !ROOM_TAKEN;
+        let length = self.header().length;
         // SAFETY: `new` copied that many bytes after the header; they never change.
         unsafe { std::slice::from_raw_parts(key_pointer(self.0), length as usize) }
-    }
-
-    /// Claims the room; false when it holds a node already.
-    pub(crate) fn claim_room(&self) -> bool {
-        let word = &self.header().length_and_room;
-        // A plain load first: an update of a key whose room holds a live version (the common
-        // case once a key is rewritten) then skips the locked read-modify-write.
-        if word.load(Ordering::Relaxed) & ROOM_TAKEN != 0 {
-            return false;
-        }
-        // Acquire: the drop of the room's previous node (before its release) happens first.
-        word.fetch_or(ROOM_TAKEN, Ordering::Acquire) & ROOM_TAKEN == 0
-    }
-
-    /// Frees the room for the next claim, its node already dropped.
-    pub(crate) fn release_room(&self) {
-        self.header()
-            .length_and_room
-            .fetch_and(!ROOM_TAKEN, Ordering::Release);
-    }
-
-    #[cfg(test)]
-    pub(crate) fn room_is_taken(&self) -> bool {
-        self.header().length_and_room.load(Ordering::Acquire) & ROOM_TAKEN != 0
     }
 
     /// The slot's arena handle, owning one reference (`from_handle` takes it back): what
@@ -243,14 +200,6 @@ mod tests {
             assert!(back.same_slot(&slot));
             drop(back);
             assert_eq!(slot.reference_count(), 1);
-            // The room's flag shares the length's word and leaves the key alone.
-            assert!(slot.claim_room());
-            assert!(!slot.claim_room(), "taken once");
-            assert_eq!(slot.index_key(), index_key);
-            slot.release_room();
-            assert!(!slot.room_is_taken());
-            // The room holds no node, so the slot's drop must not drop one: a taken room
-            // with no node in it would be a bug the AddressSanitizer run reports.
         }
     }
 }

@@ -15,8 +15,8 @@ use crate::codec::{self, DecodedRecord};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::{
-    coordination_box, index_key, Index, ItemSlot, NewVersion, Properties, ValueLocation,
-    VersionNode, COMMITTED,
+    coordination_box, index_key, view, Index, ItemSlot, NewVersion, PlainFields, Properties,
+    ValueLocation, VersionNode, VersionRef, COMMITTED,
 };
 use crate::log::{record::HEADER_BYTES, Log, LogOptions};
 use crate::options::{
@@ -101,7 +101,7 @@ impl Store {
         // Leases recovered from the log are clamped against the clock at open (SPEC §11).
         let now = options.clock.now();
         let log = {
-            let mut replay = |record: crate::log::RecoveredRecord<'_>| {
+            let mut replay = |mut record: crate::log::RecoveredRecord<'_>| {
                 replay_record(
                     &index,
                     &catalog,
@@ -109,6 +109,7 @@ impl Store {
                     record.version,
                     record.location,
                     record.payload,
+                    &mut record.earlier,
                 )
             };
             Log::open(storage, &log_options, &mut replay)?
@@ -432,24 +433,30 @@ impl StoreShared {
             version.max(self.version())
         };
         // A hint's lines are loading while the slot is: a cold get waits for two cache misses
-        // in a row (bucket, then slot and value together) instead of three.
+        // in a row (bucket, then slot and value together) instead of three. A plain head's
+        // fields are the 36 bytes before its value (`plain.rs`), which start in the line before
+        // the value's for more than half of the values: that line loads too, also when the
+        // value itself is not read.
         let prefetch_value = |offset: u64| {
-            if value_read != ValueRead::Skip {
-                self.log.prefetch(offset, PREFETCHED_VALUE_LINES, &guard);
-            }
+            let lines = match value_read {
+                ValueRead::Skip => 2,
+                ValueRead::Borrow | ValueRead::Copy => PREFETCHED_VALUE_LINES + 1,
+            };
+            self.log.prefetch(offset.saturating_sub(64), lines, &guard);
         };
         let slot = self
             .index
             .get_prefetching(key_bytes, &guard, prefetch_value);
-        let node = slot
-            .as_deref()
-            .and_then(|slot| self.resolve(slot, version, repeatable, &guard))
-            .filter(|node| node.is_live_for(time));
+        let node = match slot.as_deref() {
+            Some(slot) => self.resolve(slot, version, repeatable, &guard)?,
+            None => None,
+        }
+        .filter(|node| node.is_live_for(time));
         let Some(node) = node else {
             conditions::check_read(&options.conditions, None)?;
             return Err(Error::rejected(ErrorCode::NotFound));
         };
-        let facts = facts_of(node);
+        let facts = facts_of(&node);
         let lease_time = match node.lease() {
             Some(_) => time.now(),
             // Without a lease the check judges nothing against the time.
@@ -463,7 +470,7 @@ impl StoreShared {
         )
         .map_err(|error| crate::rules::with_current_etag(error, Some(facts.etag)))?;
         conditions::check_read(&options.conditions, Some(&facts))?;
-        let item = self.item_from(key, node, value_read == ValueRead::Copy, &guard)?;
+        let item = self.item_from(key, &node, value_read == ValueRead::Copy, &guard)?;
         Ok((item, node.value()))
     }
 
@@ -478,21 +485,22 @@ impl StoreShared {
         version: Version,
         repeatable: bool,
         guard: &'g Guard,
-    ) -> Option<&'g VersionNode> {
+    ) -> Result<Option<VersionRef<'g>>> {
         const MAX_FRESH_READS: usize = 64;
+        let mut fields = self.log.reader(guard);
         let mut version = version;
         for _ in 0..MAX_FRESH_READS {
-            let node = slot.visible(version, guard);
+            let node = slot.visible(version, guard, &mut fields)?;
             if node.is_some() || repeatable {
-                return node;
+                return Ok(node);
             }
             let fresh = self.version();
             if fresh == version {
-                return None;
+                return Ok(None);
             }
             version = fresh;
         }
-        None
+        Ok(None)
     }
 
     pub(crate) fn item_from(
@@ -606,7 +614,7 @@ impl StoreShared {
         let mut looked_ahead = 0;
         for slot in self.walk(&start, &full_prefix, include_values, &guard) {
             let Some(node) = self
-                .resolve(&slot, version, repeatable, &guard)
+                .resolve(&slot, version, repeatable, &guard)?
                 .filter(|node| node.is_live_at(now))
             else {
                 if items.len() == page_size {
@@ -624,7 +632,7 @@ impl StoreShared {
                 continuation = Some(encode_continuation(&items[page_size - 1].key));
                 break;
             }
-            items.push(self.item_from(slot.key(), node, include_values, &guard)?);
+            items.push(self.item_from(slot.key(), &node, include_values, &guard)?);
         }
         Ok(Page {
             items,
@@ -722,6 +730,7 @@ pub(crate) fn replay_record(
     version: Version,
     location: u64,
     payload: &[u8],
+    earlier: &mut impl PlainFields,
 ) -> Result<()> {
     let corrupt = |reason: &str| {
         Error::corruption(
@@ -750,7 +759,15 @@ pub(crate) fn replay_record(
     match record {
         DecodedRecord::Items(items) => {
             for item in items {
-                replay_item(index, catalog, (version, now), location, &item, false);
+                replay_item(
+                    index,
+                    catalog,
+                    (version, now),
+                    (location, payload),
+                    &item,
+                    false,
+                    earlier,
+                )?;
             }
         }
         DecodedRecord::RelocatedItems(items) => {
@@ -759,10 +776,11 @@ pub(crate) fn replay_record(
                     index,
                     catalog,
                     (original_version, now),
-                    location,
+                    (location, payload),
                     &item,
                     true,
-                );
+                    earlier,
+                )?;
             }
         }
         DecodedRecord::ItemCoordination {
@@ -780,7 +798,8 @@ pub(crate) fn replay_record(
             etag_version,
             expires_at,
             coordination,
-        ),
+            earlier,
+        )?,
         DecodedRecord::ContainerState {
             id,
             name,
@@ -871,55 +890,84 @@ pub(crate) fn replay_record(
 /// Installs one recovered item version. A relocated copy (`relocated`) applies only if nothing
 /// newer for its key was replayed before it: compaction may have copied it forward while a
 /// newer write raced it into the log.
+#[allow(clippy::too_many_arguments)]
 fn replay_item(
     index: &Index,
     catalog: &Catalog,
     (version, now): (Version, Timestamp),
-    location: u64,
+    (location, payload): (u64, &[u8]),
     item: &codec::DecodedItem<'_>,
     relocated: bool,
-) {
+    earlier: &mut impl PlainFields,
+) -> Result<()> {
     let incarnation = catalog.by_id_or_placeholder(item.write.container_id);
     if !incarnation.is_live() {
-        return;
+        return Ok(());
     }
     let guard = crossbeam_epoch::pin();
     let (slot, hint_cell) =
         index.get_or_insert_replaying(&index_key(incarnation.id, item.write.key), &guard);
     let head = slot.head().load(Ordering::Acquire, &guard);
-    // SAFETY: single-threaded replay; nodes are freed only through the epoch.
-    if relocated && unsafe { head.as_ref() }.is_some_and(|node| node.version > version) {
-        return;
+    if relocated && view(head, earlier)?.is_some_and(|node| node.version > version) {
+        return Ok(());
     }
     let etag_version = if item.write.etag_version == 0 {
         version
     } else {
         item.write.etag_version
     };
-    install_replayed(
-        index,
-        (&slot, hint_cell),
-        head,
-        VersionNode::new(NewVersion {
-            version,
-            etag_version,
-            status: COMMITTED,
-            value: item.write.value.map(|value| {
-                ValueLocation::new(
-                    location + HEADER_BYTES as u64 + item.value_offset as u64,
-                    value.len() as u32,
-                )
-            }),
-            last_modified: item.write.last_modified,
-            expires_at: item.write.expires_at,
-            properties: properties_box(item.write.content_type, item.metadata.clone()),
-            coordination: coordination_box(crate::coordination::clamp_after_reopen(
-                item.coordination.clone(),
-                now,
-            )),
+    let value_offset = location + HEADER_BYTES as u64 + item.value_offset as u64;
+    let node = VersionNode::new(NewVersion {
+        version,
+        etag_version,
+        status: COMMITTED,
+        value: item.write.value.map(|value| {
+            ValueLocation::new(
+                location + HEADER_BYTES as u64 + item.value_offset as u64,
+                value.len() as u32,
+            )
         }),
-        &guard,
-    );
+        last_modified: item.write.last_modified,
+        expires_at: item.write.expires_at,
+        properties: properties_box(item.write.content_type, item.metadata.clone()),
+        coordination: coordination_box(crate::coordination::clamp_after_reopen(
+            item.coordination.clone(),
+            now,
+        )),
+    });
+    // Nothing can see older versions at open, so a version its entry says in full (written
+    // since session 14, without properties or coordination) becomes the key's plain head.
+    if earlier.allows_plain_heads()
+        && plain_entry_matches(payload, item.value_offset, value_offset, &node)
+    {
+        index.note_expiry(node.expires_at());
+        slot.replace_chain_with_plain(value_offset, &guard);
+        if let Some(location) = node.value() {
+            index.note_value_location(slot.index_key(), Some(hint_cell), location);
+        }
+        return Ok(());
+    }
+    install_replayed(index, (&slot, hint_cell), head, node, &guard);
+    Ok(())
+}
+
+/// Whether the entry whose value starts at `value_offset_in_payload` of `payload` (at
+/// `value_offset` in the log) is plain and describes exactly `node`: then a plain head
+/// naming it reads back as `node`.
+fn plain_entry_matches(
+    payload: &[u8],
+    value_offset_in_payload: usize,
+    value_offset: u64,
+    node: &VersionNode,
+) -> bool {
+    let Some(fields) = value_offset_in_payload
+        .checked_sub(crate::plain::FIELDS_BYTES)
+        .and_then(|start| payload.get(start..value_offset_in_payload))
+    else {
+        return false;
+    };
+    let fields: &crate::plain::Fields = fields.try_into().expect("a slice of the right length");
+    crate::plain::decode(value_offset, fields).is_ok_and(|plain| plain.same_version_as(node))
 }
 
 /// A lease or lock change: the key's current version with new coordination state. Skipped
@@ -934,18 +982,18 @@ fn replay_coordination(
     etag_version: Version,
     expires_at: Option<Timestamp>,
     coordination: Coordination,
-) {
+    earlier: &mut impl PlainFields,
+) -> Result<()> {
     let coordination = crate::coordination::clamp_after_reopen(coordination, now);
     let incarnation = catalog.by_id_or_placeholder(container_id);
     if !incarnation.is_live() {
-        return;
+        return Ok(());
     }
     let guard = crossbeam_epoch::pin();
     let (slot, hint_cell) = index.get_or_insert_replaying(&index_key(incarnation.id, key), &guard);
     let head = slot.head().load(Ordering::Acquire, &guard);
-    // SAFETY: single-threaded replay.
-    let current = unsafe { head.as_ref() };
-    let node = match current {
+    let current = view(head, earlier)?;
+    let node = match current.as_deref() {
         Some(node) if node.value().is_some() && node.etag_version() == etag_version => {
             VersionNode::new(NewVersion {
                 version,
@@ -969,9 +1017,10 @@ fn replay_coordination(
             properties: None,
             coordination: coordination_box(coordination),
         }),
-        _ => return,
+        _ => return Ok(()),
     };
     install_replayed(index, (&slot, hint_cell), head, node, &guard);
+    Ok(())
 }
 
 fn install_replayed(

@@ -11,11 +11,13 @@ use crate::codec::{self, ItemWrite};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::{
-    coordination_box, index_key, ItemSlot, NewVersion, Properties, ValueLocation, VersionNode,
-    COMMITTED,
+    coordination_box, index_key, node_of, view, ItemSlot, NewVersion, Properties, ValueLocation,
+    VersionNode, COMMITTED,
 };
 use crate::log::record::HEADER_BYTES;
+use crate::log::Durability;
 use crate::options::{Item, ReadOptions, WriteOptions};
+use crate::plain;
 use crate::rules::conditions::{self, Conditions, WriteKind};
 use crate::rules::lease::{self, Access, LeaseEffect};
 use crate::rules::lock::{self, LockEffect};
@@ -288,11 +290,10 @@ impl StoreShared {
         for _ in 0..MAX_INSTALL_ATTEMPTS {
             let now = self.now();
             let head = slot.settled_head(&guard);
-            // SAFETY: nodes reachable from a slot are freed only through the epoch.
-            let current = unsafe { head.as_ref() }.filter(|node| node.is_live_at(now));
+            let head_version = view(head, &mut self.log.reader(&guard))?;
+            let head_node = head_version.as_deref();
+            let current = head_node.filter(|node| node.is_live_at(now));
             let facts = current.map(facts_of);
-            // SAFETY: as above.
-            let head_node = unsafe { head.as_ref() };
             let state = head_node
                 .and_then(|node| node.coordination().cloned())
                 .unwrap_or_default();
@@ -378,6 +379,8 @@ impl StoreShared {
                 payload.push(codec::OP_ITEM_WRITE);
                 let value_offset = codec::encode_item_write(payload, &write);
                 let mut reservation = self.log.reserve(payload.len())?;
+                // The entry says its own version, so a plain head can name it (`plain.rs`).
+                plain::patch_version(payload, value_offset, &write, reservation.version());
                 reservation.write_payload(payload)?;
                 Ok::<_, Error>((reservation, value_offset))
             })?;
@@ -388,6 +391,19 @@ impl StoreShared {
                     value.len() as u32,
                 )
             });
+            // A key's first version, when its entry says all of it and the mapping already
+            // holds the entry, is a plain head: no node (`plain.rs`).
+            let plain_offset = value_location
+                .filter(|_| {
+                    head.is_null()
+                        && self.log.durability() == Durability::Buffered
+                        && plain::is_plain(
+                            properties.content_type.as_deref(),
+                            &properties.metadata,
+                            coordination.is_empty(),
+                        )
+                })
+                .map(|location| location.offset());
             let node = VersionNode::new(NewVersion {
                 version,
                 etag_version: version,
@@ -399,7 +415,11 @@ impl StoreShared {
                 coordination: coordination_box(coordination),
             });
             self.index.note_expiry(expires_at);
-            match slot.install(head, node, &guard) {
+            let installed = match plain_offset {
+                Some(offset) => slot.install_plain(head, offset, &guard),
+                None => slot.install(head, node, &guard),
+            };
+            match installed {
                 Ok(installed) => {
                     if let Some(location) = value_location {
                         self.index
@@ -462,8 +482,8 @@ impl StoreShared {
         guard: &crossbeam_epoch::Guard,
     ) {
         const PRUNE_AT_CHAIN_LENGTH: u8 = 4;
-        // SAFETY: as in `write_item`.
-        let Some(node) = (unsafe { installed.as_ref() }) else {
+        // A plain head has nothing below it to prune.
+        let Some(node) = node_of(installed) else {
             return;
         };
         if node.chain_length() < PRUNE_AT_CHAIN_LENGTH {

@@ -484,6 +484,7 @@ impl ReplayCheck {
             record.header.version,
             record.global_offset,
             record.payload,
+            &mut crate::index::NoPlainHeads,
         )
         .err()
         .map(|error| match error {

@@ -79,9 +79,12 @@ impl StoreShared {
                 let mut node = slot
                     .head()
                     .load(std::sync::atomic::Ordering::Acquire, &guard);
-                // SAFETY: nodes reachable from a head are freed only through the epoch, and
-                // the guard is held.
-                while let Some(current) = unsafe { node.as_ref() } {
+                while !node.is_null() {
+                    // A plain head (or link) is one committed version, and ends the chain.
+                    let Some(current) = crate::index::node_of(node) else {
+                        stats.item_versions += 1;
+                        break;
+                    };
                     if current.status.load(std::sync::atomic::Ordering::Acquire) == COMMITTED {
                         stats.item_versions += 1;
                     }
@@ -89,7 +92,7 @@ impl StoreShared {
                         .older
                         .load(std::sync::atomic::Ordering::Acquire, &guard);
                 }
-                let Some(node) = self.resolve(&slot, version, false, &guard) else {
+                let Some(node) = self.resolve(&slot, version, false, &guard)? else {
                     continue;
                 };
                 if node.lock().is_some_and(|lock| lock.is_live(now)) {

@@ -75,3 +75,19 @@ impl<'g> LogReader<'_, 'g> {
         }
     }
 }
+
+/// A plain head's fields are read like a value: checked against the segment that holds them.
+impl crate::index::PlainFields for LogReader<'_, '_> {
+    #[inline]
+    fn plain_fields(&mut self, value_offset: u64) -> Result<crate::plain::Fields> {
+        let start = value_offset
+            .checked_sub(crate::plain::FIELDS_BYTES as u64)
+            .ok_or_else(|| {
+                Error::corruption("log", value_offset, "a plain entry starts before the log")
+            })?;
+        let bytes = self.read_bytes(start, crate::plain::FIELDS_BYTES)?;
+        Ok(bytes
+            .try_into()
+            .expect("read_bytes returns the length asked for"))
+    }
+}

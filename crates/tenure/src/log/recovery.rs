@@ -29,6 +29,37 @@ pub struct RecoveredRecord<'a> {
     /// Global offset, as `Reservation::location` gave it.
     pub location: u64,
     pub payload: &'a [u8],
+    /// The records replayed before this one, for the replay of plain heads (`plain.rs`).
+    pub(crate) earlier: EarlierRecords<'a>,
+}
+
+/// Reads bytes of records the recovery scan has passed, while the log is not open yet.
+pub(crate) struct EarlierRecords<'a> {
+    table: &'a SegmentTable,
+    slot_size: u64,
+    guard: &'a crossbeam_epoch::Guard,
+}
+
+impl crate::index::PlainFields for EarlierRecords<'_> {
+    fn plain_fields(&mut self, value_offset: u64) -> Result<crate::plain::Fields> {
+        let corrupt = |reason: &str| Error::corruption("log", value_offset, reason.to_owned());
+        let start = value_offset
+            .checked_sub(crate::plain::FIELDS_BYTES as u64)
+            .ok_or_else(|| corrupt("a plain entry starts before the log"))?;
+        let segment = self
+            .table
+            .get(start / self.slot_size, self.guard)
+            .ok_or_else(|| corrupt("no segment holds this log offset"))?;
+        let local = start - segment.first_slot * self.slot_size;
+        if local + crate::plain::FIELDS_BYTES as u64 > segment.length() {
+            return Err(corrupt("a plain entry runs past its segment"));
+        }
+        // SAFETY: inside the mapping, which lives while the scan's guard does.
+        let bytes = unsafe { segment.bytes_from(local) };
+        Ok(bytes[..crate::plain::FIELDS_BYTES]
+            .try_into()
+            .expect("the length was checked"))
+    }
 }
 
 pub(super) fn create_segment(
@@ -428,6 +459,11 @@ fn scan(
                                 version: header.version,
                                 location: position,
                                 payload,
+                                earlier: EarlierRecords {
+                                    table,
+                                    slot_size,
+                                    guard: &guard,
+                                },
                             })?;
                         }
                         expected_version = Some(header.version + 1);

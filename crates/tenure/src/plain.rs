@@ -1,0 +1,305 @@
+//! Plain heads: a slot's only version named by its entry in the log instead of by a node.
+//!
+//! Most keys are written once and read many times, and what a version node of such a key
+//! holds — version, value location, `last_modified`, expiry — its log entry holds too. An
+//! item write's entry (op 1, and each entry of a batch, op 5: `codec::encode_item_write`)
+//! without content type, metadata or coordination ends in 36 bytes of fixed layout right
+//! before its value, and since session 14 its ETag field holds the entry's own version (the
+//! writer patches it in once it has reserved the record, `patch_version`):
+//!
+//! ```text
+//! value offset − 36                                                           value offset
+//! | flags u8 | last_modified u64 | expires_at u64 (0: none) | content type length u16
+//! | (u16::MAX: none) | metadata count u32 (0) | version u64 | coordination flags u8 (0)
+//! | value length u32 | value …
+//! ```
+//!
+//! A *plain head* is that value offset in the head word, tagged so no one takes it for a
+//! node pointer. It always ends its chain: it is installed only where a committed node with
+//! nothing older and no extras would be (a key's first write, a batch entry once committed,
+//! the replay at open), so a node installed over it links to it as its `older`, and a prune
+//! that detaches it frees nothing. Readers build the version from the 36 bytes (`decode`),
+//! which a get's value prefetch is already loading. Only entries the mapping holds when the
+//! head is set may be named: a `buffered` store's (copied in before the install) and, at
+//! open, every store's.
+
+use crossbeam_epoch::Shared;
+
+use crate::codec::{Coordination, ItemWrite};
+use crate::error::{Error, Result};
+use crate::index::{ValueLocation, VersionNode};
+
+/// How many bytes before its value a plain entry's fields start.
+pub(crate) const FIELDS_BYTES: usize = 36;
+
+/// The fields of a plain entry, read from the log.
+pub(crate) type Fields = [u8; FIELDS_BYTES];
+
+/// The tag of a plain head (node pointers are 8-byte aligned and untagged).
+const PLAIN_TAG: usize = 1;
+/// The tag of a *pending* plain head: a batch's first version of a key, not committed yet.
+/// Readers pass it (nothing is older), writers wait for it, as for a pending node; the batch
+/// then retags it plain, or takes it back to null. A batch of new keys allocates nothing.
+const PENDING_PLAIN_TAG: usize = 3;
+/// Value offsets are stored shifted past the head word's tag bits.
+const OFFSET_SHIFT: u32 = 3;
+
+const FLAG_HAS_VALUE: u8 = 1;
+
+/// Where the version sits in an entry's encoding, counted back from its value.
+const VERSION_BEFORE_VALUE_BYTES: usize = 13;
+
+/// The head word naming the entry whose value starts at `value_offset`.
+pub(crate) fn head<'g>(value_offset: u64) -> Shared<'g, VersionNode> {
+    assert!(
+        value_offset < 1 << (usize::BITS - OFFSET_SHIFT),
+        "log offsets stay below 2^61"
+    );
+    Shared::from((value_offset << OFFSET_SHIFT) as usize as *const VersionNode).with_tag(PLAIN_TAG)
+}
+
+/// The head word of a pending plain head naming that entry.
+pub(crate) fn pending_head<'g>(value_offset: u64) -> Shared<'g, VersionNode> {
+    head(value_offset).with_tag(PENDING_PLAIN_TAG)
+}
+
+/// The value offset a plain head names; `None` for a node pointer, null or a pending plain
+/// head.
+pub(crate) fn offset_of(head: Shared<'_, VersionNode>) -> Option<u64> {
+    (head.tag() == PLAIN_TAG).then(|| (head.as_raw() as usize as u64) >> OFFSET_SHIFT)
+}
+
+/// Whether `head` is a pending plain head.
+pub(crate) fn is_pending(head: Shared<'_, VersionNode>) -> bool {
+    head.tag() == PENDING_PLAIN_TAG
+}
+
+/// The value offset a pending plain head names.
+pub(crate) fn pending_offset_of(head: Shared<'_, VersionNode>) -> Option<u64> {
+    is_pending(head).then(|| (head.as_raw() as usize as u64) >> OFFSET_SHIFT)
+}
+
+/// Whether `head` is a node pointer or null: neither plain nor pending plain.
+pub(crate) fn is_node_or_null(head: Shared<'_, VersionNode>) -> bool {
+    head.tag() == 0
+}
+
+/// Whether an entry encoded from these fields has the fixed layout a plain head needs.
+pub(crate) fn is_plain(
+    content_type: Option<&str>,
+    metadata: &[(String, String)],
+    coordination_is_empty: bool,
+) -> bool {
+    content_type.is_none() && metadata.is_empty() && coordination_is_empty
+}
+
+/// Whether `write`'s entry has the fixed layout before its value (`encode_item_write`).
+pub(crate) fn is_plain_write(write: &ItemWrite<'_>) -> bool {
+    is_plain(
+        write.content_type,
+        write.metadata,
+        write.coordination.is_none_or(Coordination::is_empty),
+    ) && write.etag_version == 0
+}
+
+/// Writes `version` into the ETag field of `write`'s entry, whose value starts at
+/// `value_offset` of `payload` (an item write's or a batch's, before it is copied into the
+/// log), if the entry has the fixed layout. The field meant "the record's own version" as 0;
+/// it now says so by holding it, which every reader of the log takes the same way.
+pub(crate) fn patch_version(
+    payload: &mut [u8],
+    value_offset: usize,
+    write: &ItemWrite<'_>,
+    version: u64,
+) {
+    if is_plain_write(write) {
+        let at = value_offset - VERSION_BEFORE_VALUE_BYTES;
+        payload[at..at + 8].copy_from_slice(&version.to_le_bytes());
+    }
+}
+
+/// What a plain entry says: the version readers build from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) version: u64,
+    pub(crate) value: Option<ValueLocation>,
+    pub(crate) last_modified: u64,
+    pub(crate) expires_at: Option<u64>,
+}
+
+impl Entry {
+    /// The entry whose value starts at `value_offset`, from the fields before it. Bytes that
+    /// do not describe a plain entry are corruption: only writers that checked the layout
+    /// name an entry. (Every get and scan of a plain head runs this: one branch for all the
+    /// checks.)
+    #[inline]
+    pub(crate) fn read(value_offset: u64, fields: &Fields) -> Result<Entry> {
+        let u64_at = |at: usize| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&fields[at..at + 8]);
+            u64::from_le_bytes(bytes)
+        };
+        let flags = fields[0];
+        let last_modified = u64_at(1);
+        let expires_at = u64_at(9);
+        // Content type length (u16::MAX: none) and metadata count (0), read as one word.
+        let properties_word = u64_at(17) & 0xFFFF_FFFF_FFFF;
+        let version = u64_at(23);
+        let coordination_flags = fields[31];
+        let mut length = [0u8; 4];
+        length.copy_from_slice(&fields[32..36]);
+        let value_length = u32::from_le_bytes(length);
+        let has_value = flags & FLAG_HAS_VALUE != 0;
+        let malformed = (properties_word != 0xFFFF)
+            | (coordination_flags != 0)
+            | (version == 0)
+            | (!has_value & (value_length != 0));
+        if malformed {
+            return Err(Error::corruption(
+                "log",
+                value_offset,
+                "a slot names an entry that is not a plain item write",
+            ));
+        }
+        Ok(Entry {
+            version,
+            value: has_value.then(|| ValueLocation::new(value_offset, value_length)),
+            last_modified,
+            expires_at: (expires_at != 0).then_some(expires_at),
+        })
+    }
+
+    /// The item exists at `now`: not deleted, not expired (a plain entry has no lock).
+    #[inline]
+    pub(crate) fn is_live_at(&self, now: u64) -> bool {
+        self.value.is_some()
+            && !crate::rules::lock::is_expired_under_lock(self.expires_at, None, now)
+    }
+
+    pub(crate) fn node(self) -> VersionNode {
+        VersionNode::plain(
+            self.version,
+            self.value,
+            self.last_modified,
+            self.expires_at,
+        )
+    }
+}
+
+/// The version a plain entry describes, as a node (see [`Entry::read`]).
+#[inline]
+pub(crate) fn decode(value_offset: u64, fields: &Fields) -> Result<VersionNode> {
+    Entry::read(value_offset, fields).map(Entry::node)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec;
+
+    fn encoded(value: Option<&[u8]>, expires_at: Option<u64>) -> (Vec<u8>, usize, u64) {
+        let mut payload = vec![codec::OP_ITEM_WRITE];
+        let write = ItemWrite {
+            container_id: 7,
+            key: b"a key of some length",
+            value,
+            last_modified: 1_700_000_000_123,
+            expires_at,
+            content_type: None,
+            metadata: &[],
+            etag_version: 0,
+            coordination: Some(&Coordination::default()),
+            created: true,
+            expired: false,
+        };
+        let value_offset = codec::encode_item_write(&mut payload, &write);
+        patch_version(&mut payload, value_offset, &write, 4_242);
+        (payload, value_offset, 4_242)
+    }
+
+    /// The fixed layout is what `encode_item_write` writes: decoding the 36 bytes before the
+    /// value gives back the write, and the patched version is what the full decoder reads as
+    /// the ETag version.
+    #[test]
+    fn a_plain_entry_decodes_from_the_bytes_before_its_value() {
+        for (value, expires_at) in [
+            (Some(&b"value bytes"[..]), None),
+            (Some(&b""[..]), Some(1_700_000_060_123)),
+            (None, None),
+        ] {
+            let (payload, value_offset, _) = encoded(value, expires_at);
+            let fields: Fields = payload[value_offset - FIELDS_BYTES..value_offset]
+                .try_into()
+                .unwrap();
+            let node = decode(1_000 + value_offset as u64, &fields).unwrap();
+            assert_eq!(node.version, 4_242);
+            assert_eq!(node.etag_version(), 4_242);
+            assert_eq!(node.last_modified, 1_700_000_000_123);
+            assert_eq!(node.expires_at(), expires_at);
+            assert_eq!(
+                node.value(),
+                value.map(|value| ValueLocation::new(
+                    1_000 + value_offset as u64,
+                    value.len() as u32
+                ))
+            );
+            match codec::decode(&payload).unwrap() {
+                codec::DecodedRecord::Items(items) => {
+                    assert_eq!(items[0].write.etag_version, 4_242);
+                    assert_eq!(items[0].value_offset, value_offset);
+                }
+                _ => panic!("an item write"),
+            }
+        }
+    }
+
+    /// An entry with properties, or bytes that are no entry at all, are refused as
+    /// corruption, never read as some version.
+    #[test]
+    fn bytes_that_are_not_a_plain_entry_are_corruption() {
+        let (mut payload, value_offset, _) = encoded(Some(b"v"), None);
+        payload[value_offset - 13..value_offset - 5].fill(0);
+        let fields: Fields = payload[value_offset - FIELDS_BYTES..value_offset]
+            .try_into()
+            .unwrap();
+        assert!(decode(99, &fields).is_err(), "version 0: not patched");
+        let mut with_metadata = vec![codec::OP_ITEM_WRITE];
+        let metadata = [("a".to_owned(), "b".to_owned())];
+        let write = ItemWrite {
+            container_id: 7,
+            key: b"k",
+            value: Some(b"v"),
+            last_modified: 1,
+            expires_at: None,
+            content_type: None,
+            metadata: &metadata,
+            etag_version: 0,
+            coordination: None,
+            created: true,
+            expired: false,
+        };
+        let offset = codec::encode_item_write(&mut with_metadata, &write);
+        patch_version(&mut with_metadata, offset, &write, 5);
+        assert!(!is_plain_write(&write));
+        let fields: Fields = with_metadata[offset - FIELDS_BYTES..offset]
+            .try_into()
+            .unwrap();
+        assert!(decode(99, &fields).is_err());
+        assert!(decode(99, &[0xAB; FIELDS_BYTES]).is_err());
+    }
+
+    #[test]
+    fn a_plain_head_is_tagged_and_gives_its_offset_back() {
+        for offset in [8u64, 64, 1 << 40, (1 << 61) - 1] {
+            let head = head(offset);
+            assert_eq!(offset_of(head), Some(offset));
+            assert!(!head.is_null());
+        }
+        assert_eq!(offset_of(Shared::<VersionNode>::null()), None);
+        let pending = pending_head(64);
+        assert!(is_pending(pending) && offset_of(pending).is_none());
+        assert_eq!(pending_offset_of(pending), Some(64));
+        assert!(!is_node_or_null(pending) && !is_node_or_null(head(64)));
+        assert!(is_node_or_null(Shared::<VersionNode>::null()));
+    }
+}
