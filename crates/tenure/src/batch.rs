@@ -551,7 +551,7 @@ impl<'store> Batch<'store> {
                 Some(location) if plain => {
                     entry
                         .slot
-                        .install_pending_plain(entry.head, location.offset(), &guard)
+                        .install_plain(entry.head, location.offset(), true, &guard)
                 }
                 _ => entry.slot.install(entry.head, node, &guard),
             };

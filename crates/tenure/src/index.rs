@@ -452,31 +452,21 @@ impl ItemSlot {
     }
 
     /// Installs a plain head naming the entry whose value starts at `value_offset` over
-    /// `expected`, which must be null: a plain version ends its chain (`plain.rs`).
+    /// `expected`, which must be null: a plain version ends its chain (`plain.rs`). A batch
+    /// installs its new keys' versions `pending` (`resolve_pending_plain` settles them).
     pub fn install_plain<'g>(
         &self,
         expected: Shared<'g, VersionNode>,
         value_offset: u64,
+        pending: bool,
         guard: &'g Guard,
     ) -> Result<Shared<'g, VersionNode>, HeadMoved> {
         assert!(expected.is_null(), "a plain head has nothing older");
-        let new = plain::head(value_offset);
-        self.head()
-            .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire, guard)
-            .map(|_| new)
-            .map_err(|_| HeadMoved)
-    }
-
-    /// Installs a pending plain head naming a batch's entry at `value_offset` over `expected`,
-    /// which must be null: the batch's first version of a new key, without a node.
-    pub fn install_pending_plain<'g>(
-        &self,
-        expected: Shared<'g, VersionNode>,
-        value_offset: u64,
-        guard: &'g Guard,
-    ) -> Result<Shared<'g, VersionNode>, HeadMoved> {
-        assert!(expected.is_null(), "a plain head has nothing older");
-        let new = plain::pending_head(value_offset);
+        let new = if pending {
+            plain::pending_head(value_offset)
+        } else {
+            plain::head(value_offset)
+        };
         self.head()
             .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire, guard)
             .map(|_| new)

@@ -108,7 +108,9 @@ fn a_plain_head_reads_as_its_entry_and_ends_its_chain() {
     let slot = slot();
     let guard = crossbeam_epoch::pin();
     let offset = entries.add(1);
-    let first = slot.install_plain(Shared::null(), offset, &guard).unwrap();
+    let first = slot
+        .install_plain(Shared::null(), offset, false, &guard)
+        .unwrap();
     assert_eq!(plain::offset_of(first), Some(offset));
     let seen = slot.visible(1, &guard, &mut entries).unwrap().unwrap();
     check_node(&seen);
@@ -141,7 +143,9 @@ fn a_plain_head_reads_as_its_entry_and_ends_its_chain() {
     assert_eq!(chain(&slot, &mut entries, &guard), [(3, false), (2, false)]);
     // A pending node taken back leaves its older head in place, a plain one included.
     let other = self::slot();
-    let plain_first = other.install_plain(Shared::null(), offset, &guard).unwrap();
+    let plain_first = other
+        .install_plain(Shared::null(), offset, false, &guard)
+        .unwrap();
     let pending = other
         .install(plain_first, node(5, PENDING, false), &guard)
         .unwrap();
@@ -157,7 +161,7 @@ fn a_plain_head_goes_only_where_nothing_is() {
     let first = slot
         .install(Shared::null(), node(1, COMMITTED, false), &guard)
         .unwrap();
-    let _ = slot.install_plain(first, 2_000, &guard);
+    let _ = slot.install_plain(first, 2_000, false, &guard);
 }
 
 /// A batch's pending plain head: readers pass it, writers wait for it, and it resolves to
@@ -169,7 +173,7 @@ fn a_pending_plain_head_is_passed_by_readers_and_resolves_either_way() {
     let slot = slot();
     let offset = entries.add(4);
     let pending = slot
-        .install_pending_plain(Shared::null(), offset, &guard)
+        .install_plain(Shared::null(), offset, true, &guard)
         .unwrap();
     assert!(slot.visible(10, &guard, &mut entries).unwrap().is_none());
     assert!(node_of(pending).is_none());
@@ -180,7 +184,7 @@ fn a_pending_plain_head_is_passed_by_readers_and_resolves_either_way() {
 
     let aborted = self::slot();
     let pending = aborted
-        .install_pending_plain(Shared::null(), offset, &guard)
+        .install_plain(Shared::null(), offset, true, &guard)
         .unwrap();
     // A writer waits for the batch to resolve (it is likely waiting by the time the batch
     // aborts; either way it must find the key absent).
@@ -217,7 +221,7 @@ fn racing_first_installs_leave_one_version() {
                     let guard = crossbeam_epoch::pin();
                     barrier.wait();
                     let installed = if version == 1 {
-                        slot.install_plain(Shared::null(), offset, &guard)
+                        slot.install_plain(Shared::null(), offset, false, &guard)
                     } else {
                         slot.install(Shared::null(), node(version, COMMITTED, true), &guard)
                     };
@@ -282,7 +286,9 @@ fn dropping_a_slot_frees_its_nodes_and_not_its_plain_tail() {
     // Leaks, double frees and frees of a plain head show under the AddressSanitizer run.
     let guard = crossbeam_epoch::pin();
     let slot = slot();
-    let mut head = slot.install_plain(Shared::null(), 1_001, &guard).unwrap();
+    let mut head = slot
+        .install_plain(Shared::null(), 1_001, false, &guard)
+        .unwrap();
     for version in 2..=4 {
         head = slot
             .install(head, node(version, COMMITTED, true), &guard)

@@ -84,22 +84,13 @@ pub(crate) fn is_node_or_null(head: Shared<'_, VersionNode>) -> bool {
     head.tag() == 0
 }
 
-/// Whether an entry encoded from these fields has the fixed layout a plain head needs.
-pub(crate) fn is_plain(
-    content_type: Option<&str>,
-    metadata: &[(String, String)],
-    coordination_is_empty: bool,
-) -> bool {
-    content_type.is_none() && metadata.is_empty() && coordination_is_empty
-}
-
-/// Whether `write`'s entry has the fixed layout before its value (`encode_item_write`).
+/// Whether `write`'s entry has the fixed layout a plain head needs before its value
+/// (`encode_item_write`): no content type, metadata or coordination, and its own ETag.
 pub(crate) fn is_plain_write(write: &ItemWrite<'_>) -> bool {
-    is_plain(
-        write.content_type,
-        write.metadata,
-        write.coordination.is_none_or(Coordination::is_empty),
-    ) && write.etag_version == 0
+    write.content_type.is_none()
+        && write.metadata.is_empty()
+        && write.coordination.is_none_or(Coordination::is_empty)
+        && write.etag_version == 0
 }
 
 /// Writes `version` into the ETag field of `write`'s entry, whose value starts at

@@ -397,11 +397,7 @@ impl StoreShared {
                 .filter(|_| {
                     head.is_null()
                         && self.log.durability() == Durability::Buffered
-                        && plain::is_plain(
-                            properties.content_type.as_deref(),
-                            &properties.metadata,
-                            coordination.is_empty(),
-                        )
+                        && plain::is_plain_write(&write)
                 })
                 .map(|location| location.offset());
             let node = VersionNode::new(NewVersion {
@@ -416,7 +412,7 @@ impl StoreShared {
             });
             self.index.note_expiry(expires_at);
             let installed = match plain_offset {
-                Some(offset) => slot.install_plain(head, offset, &guard),
+                Some(offset) => slot.install_plain(head, offset, false, &guard),
                 None => slot.install(head, node, &guard),
             };
             match installed {
