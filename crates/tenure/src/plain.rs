@@ -16,12 +16,12 @@
 //!
 //! A *plain head* is that value offset in the head word, tagged so no one takes it for a
 //! node pointer. It always ends its chain: it is installed only where a committed node with
-//! nothing older and no extras would be (a key's first write, a batch entry once committed,
-//! the replay at open), so a node installed over it links to it as its `older`, and a prune
-//! that detaches it frees nothing. Readers build the version from the 36 bytes (`decode`),
-//! which a get's value prefetch is already loading. Only entries the mapping holds when the
-//! head is set may be named: a `buffered` store's (copied in before the install) and, at
-//! open, every store's.
+//! nothing older and no extras would be (a key's first put, a batch's new keys — pending
+//! until the batch commits — and the replay at open), so a node installed over it links to
+//! it as its `older`, and a prune that detaches it frees nothing. Readers build the version
+//! from the 36 bytes (`Entry::read`), which a get's value prefetch is already loading. Only
+//! entries the mapping holds when the head is set may be named: a `buffered` store's (copied
+//! in before the install) and, at open, every store's.
 
 use crossbeam_epoch::Shared;
 
