@@ -9,7 +9,7 @@ use crossbeam_epoch::Guard;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
-use crate::index::{index_key, node_of, ItemSlot, PlainFields, ValueLocation, VersionRef};
+use crate::index::{index_key, node_of, ItemSlot, ValueLocation, VersionRef};
 use crate::log::LogReader;
 use crate::plain;
 use crate::point_index::SlotView;
@@ -19,8 +19,8 @@ use crate::store::StoreShared;
 /// How many entries ahead a walk starts loading values.
 const VALUE_PREFETCH_AHEAD: usize = 3;
 /// How much of a plain head's value a walk prefetches with its fields (its length is not
-/// known until they are read).
-const PLAIN_VALUE_PREFETCH_BYTES: usize = 128;
+/// known until they are read): a 150-byte value's lines in most positions.
+const PLAIN_VALUE_PREFETCH_BYTES: usize = 160;
 
 /// One item a scan visits: key and value borrowed for the duration of the visit (the value
 /// straight from the log's mapping).
@@ -80,21 +80,21 @@ impl<'a, I> Walk<'a, I> {
         };
         let head = slot.head().load(Ordering::Acquire, self.guard);
         if let Some(offset) = plain::offset_of(head) {
-            // A plain head: its fields, and the value's first lines (its length is in the
-            // fields, not loaded yet).
+            // A plain head: its fields and the value's first lines, every line of them (the
+            // value's length is in the fields, not loaded yet; first and last line alone left
+            // the value's first line out for most offsets).
             let start = offset.saturating_sub(plain::FIELDS_BYTES as u64);
             self.values
-                .prefetch(start, plain::FIELDS_BYTES + PLAIN_VALUE_PREFETCH_BYTES);
+                .prefetch_lines(start, plain::FIELDS_BYTES + PLAIN_VALUE_PREFETCH_BYTES);
         } else if let Some(location) = node_of(head).and_then(|node| node.value()) {
             self.values
                 .prefetch(location.offset(), location.length as usize);
         }
     }
 
-    /// The entry a plain head names, read through the walk's reader.
-    pub(crate) fn plain_entry(&mut self, value_offset: u64) -> Result<plain::Entry> {
-        let fields = self.values.plain_fields(value_offset)?;
-        plain::Entry::read(value_offset, &fields)
+    /// The entry a plain head names and its value, read through the walk's reader.
+    pub(crate) fn plain_entry(&mut self, value_offset: u64) -> Result<(plain::Entry, &'a [u8])> {
+        self.values.plain_entry(value_offset)
     }
 
     /// The version of `slot` a reader at `version` sees, plain heads read through the walk's
@@ -165,13 +165,13 @@ impl Snapshot<'_> {
             // Most keys are a plain head: read what the scan needs straight from its entry
             // (the entry ends its chain, so it is the version or there is none).
             let head = slot.head().load(Ordering::Acquire, &guard);
-            let (etag_version, location) = match plain::offset_of(head) {
+            let (etag_version, value) = match plain::offset_of(head) {
                 Some(offset) => {
-                    let entry = walk.plain_entry(offset)?;
+                    let (entry, value) = walk.plain_entry(offset)?;
                     if entry.version > version || !entry.is_live_at(now) {
                         continue;
                     }
-                    (entry.version, entry.value)
+                    (entry.version, value)
                 }
                 None => {
                     let Some(node) = walk
@@ -180,12 +180,12 @@ impl Snapshot<'_> {
                     else {
                         continue;
                     };
-                    (node.etag_version(), node.value())
+                    let value = match node.value() {
+                        Some(location) => walk.value_bytes(location)?,
+                        None => &[],
+                    };
+                    (node.etag_version(), value)
                 }
-            };
-            let value = match location {
-                Some(location) => walk.value_bytes(location)?,
-                None => &[],
             };
             visited += 1;
             let entry = ScanEntry {

@@ -65,6 +65,50 @@ impl<'g> LogReader<'_, 'g> {
         Ok(&bytes[..length])
     }
 
+    /// The plain entry whose value starts at `value_offset` (`plain.rs`), and its value: one
+    /// segment lookup for both, since an entry and its value are one record's bytes. For a
+    /// walk, which reads many.
+    pub(crate) fn plain_entry(
+        &mut self,
+        value_offset: u64,
+    ) -> Result<(crate::plain::Entry, &'g [u8])> {
+        let corrupt = |reason: &str| Error::corruption("log", value_offset, reason.to_owned());
+        let start = value_offset
+            .checked_sub(crate::plain::FIELDS_BYTES as u64)
+            .ok_or_else(|| corrupt("a plain entry starts before the log"))?;
+        let (segment, local) = self
+            .locate(start)
+            .ok_or_else(|| corrupt("no segment holds this log offset"))?;
+        // SAFETY: complete records are never written again; `locate` found the offset inside
+        // the mapping, which lives while the guard does.
+        let bytes = unsafe { segment.bytes_from(local) };
+        let (fields, rest) = bytes
+            .split_first_chunk::<{ crate::plain::FIELDS_BYTES }>()
+            .ok_or_else(|| corrupt("a plain entry runs past its segment"))?;
+        let entry = crate::plain::Entry::read(value_offset, fields)?;
+        let length = entry.value.map_or(0, |value| value.length as usize);
+        let value = rest
+            .get(..length)
+            .ok_or_else(|| corrupt("value runs past its segment"))?;
+        Ok((entry, value))
+    }
+
+    /// Starts loading every cache line of `length` bytes at `offset` (at most to the end of
+    /// its segment), if a segment maps them. Only a hint: nothing is read and nothing fails.
+    pub(crate) fn prefetch_lines(&mut self, offset: u64, length: usize) {
+        let Some((segment, local)) = self.locate(offset) else {
+            return;
+        };
+        // SAFETY: inside the mapping, which lives while the guard does; only prefetched.
+        let bytes = unsafe { segment.bytes_from(local) };
+        let bytes = &bytes[..length.min(bytes.len())];
+        let first_line = bytes.as_ptr() as usize & !63;
+        let end = bytes.as_ptr() as usize + bytes.len();
+        for line in (first_line..end).step_by(64) {
+            crate::index::prefetch(line as *const u8);
+        }
+    }
+
     /// Starts loading the first and last cache lines of `length` bytes at `offset`, if a
     /// segment maps them. Only a hint: nothing is read and nothing fails.
     pub(crate) fn prefetch(&mut self, offset: u64, length: usize) {
