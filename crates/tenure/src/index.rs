@@ -139,7 +139,7 @@ impl VersionNode {
     }
 
     /// A committed version without extras and nothing older: what a plain entry says
-    /// (`plain::decode`).
+    /// (`plain::Entry::node`).
     #[inline]
     pub fn plain(
         version: Version,
