@@ -256,7 +256,7 @@ fn new_chunk(huge: bool) -> NonNull<ChunkHeader> {
     #[cfg(not(target_os = "linux"))]
     let _ = huge;
     let chunk = chunk.cast::<ChunkHeader>();
-    let number = take_chunk_number();
+    let number = register_chunk(chunk.as_ptr() as usize);
     // SAFETY: fresh, writable, aligned memory.
     unsafe {
         chunk.as_ptr().write(ChunkHeader {
@@ -264,18 +264,31 @@ fn new_chunk(huge: bool) -> NonNull<ChunkHeader> {
             number,
         });
     }
-    CHUNK_ADDRESSES[number as usize].store(chunk.as_ptr() as usize, Ordering::Relaxed);
     chunk
 }
 
-/// A number for a new chunk: a freed one first, so numbers stay dense.
-fn take_chunk_number() -> u32 {
+/// Gives the chunk at `address` a number (a freed one first, so numbers stay dense) and
+/// registers its address under it. Under the numbers' lock, as `unregister_chunk`: a number
+/// is either free or names its chunk's address, never between the two.
+fn register_chunk(address: usize) -> u32 {
     let mut numbers = CHUNK_NUMBERS.lock();
-    if let Some(number) = numbers.freed.pop() {
-        return number;
-    }
+    let number = match numbers.freed.pop() {
+        Some(number) => number,
+        None => take_unused_number(&mut numbers),
+    };
+    CHUNK_ADDRESSES[number as usize].store(address, Ordering::Relaxed);
+    number
+}
+
+fn unregister_chunk(number: u32) {
+    let mut numbers = CHUNK_NUMBERS.lock();
+    CHUNK_ADDRESSES[number as usize].store(0, Ordering::Relaxed);
+    numbers.freed.push(number);
+}
+
+/// The lowest number no chunk has had yet.
+fn take_unused_number(numbers: &mut ChunkNumbers) -> u32 {
     if numbers.next_unused == MAXIMUM_CHUNKS {
-        drop(numbers);
         // Every handle's number is taken: the indexes hold 32 GiB. Like an allocation that
         // fails, this ends the process (it is not a panic a caller could catch halfway
         // through a write).
@@ -294,8 +307,7 @@ fn take_chunk_number() -> u32 {
 unsafe fn free_chunk(chunk: NonNull<ChunkHeader>) {
     // SAFETY: the caller's promise: still allocated until the `dealloc` below.
     let number = unsafe { chunk.as_ref() }.number;
-    CHUNK_ADDRESSES[number as usize].store(0, Ordering::Relaxed);
-    CHUNK_NUMBERS.lock().freed.push(number);
+    unregister_chunk(number);
     // SAFETY: the caller's promise; allocated by `new_chunk` with this layout.
     unsafe { std::alloc::dealloc(chunk.as_ptr().cast(), chunk_layout()) };
 }
