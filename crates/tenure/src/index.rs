@@ -298,10 +298,10 @@ pub fn word_of(head: Shared<'_, VersionNode>) -> usize {
     head.as_raw() as usize | head.tag()
 }
 
-/// Reads the fields of a plain entry from the log: given the entry's value offset, the
-/// `plain::FIELDS_BYTES` before it.
-pub trait PlainFields {
-    fn plain_fields(&mut self, value_offset: u64) -> Result<plain::Fields>;
+/// Reads plain entries from the log: the entry whose value starts at a value offset
+/// (`plain::Entry::read` of the `plain::FIELDS_BYTES` before it).
+pub trait PlainEntries {
+    fn plain_entry_at(&mut self, value_offset: u64) -> Result<plain::Entry>;
 
     /// Whether plain heads may be made where these fields are read (a replay into a scratch
     /// index that cannot read the log back makes none).
@@ -310,12 +310,12 @@ pub trait PlainFields {
     }
 }
 
-/// The fields source of a replay that makes no plain heads (`inspect::verify`, which checks
-/// records without a log to read them back from): never asked for fields.
+/// The entries source of a replay that makes no plain heads (`inspect::verify`, which checks
+/// records without a log to read them back from): never asked for an entry.
 pub struct NoPlainHeads;
 
-impl PlainFields for NoPlainHeads {
-    fn plain_fields(&mut self, value_offset: u64) -> Result<plain::Fields> {
+impl PlainEntries for NoPlainHeads {
+    fn plain_entry_at(&mut self, value_offset: u64) -> Result<plain::Entry> {
         Err(crate::error::Error::corruption(
             "log",
             value_offset,
@@ -329,20 +329,20 @@ impl PlainFields for NoPlainHeads {
 }
 
 /// The version `head` (a head word or an `older` link) names: its node, or the plain entry's
-/// version read through `fields`; `None` for null. Not for a pending plain head (a batch's
+/// version read through `entries`; `None` for null. Not for a pending plain head (a batch's
 /// uncommitted first version: `settled_head` waits for it, `visible` passes it).
 #[inline]
 pub fn view<'g>(
     head: Shared<'g, VersionNode>,
-    fields: &mut impl PlainFields,
+    entries: &mut impl PlainEntries,
 ) -> Result<Option<VersionRef<'g>>> {
     assert!(
         !plain::is_pending(head),
         "a pending plain head has no version to read yet"
     );
     if let Some(offset) = plain::offset_of(head) {
-        let fields = fields.plain_fields(offset)?;
-        return plain::decode(offset, &fields).map(|node| Some(VersionRef::Plain(node, offset)));
+        let entry = entries.plain_entry_at(offset)?;
+        return Ok(Some(VersionRef::Plain(entry.node(), offset)));
     }
     Ok(node_of(head).map(VersionRef::Node))
 }
@@ -402,7 +402,7 @@ impl ItemSlot {
         &self,
         version: Version,
         guard: &'g Guard,
-        fields: &mut impl PlainFields,
+        entries: &mut impl PlainEntries,
     ) -> Result<Option<VersionRef<'g>>> {
         let mut current = self.head().load(Ordering::Acquire, guard);
         loop {
@@ -410,7 +410,7 @@ impl ItemSlot {
             if plain::is_pending(current) {
                 return Ok(None);
             }
-            match view(current, fields)? {
+            match view(current, entries)? {
                 None => return Ok(None),
                 // A plain version ends its chain, and is committed.
                 Some(VersionRef::Plain(node, offset)) => {

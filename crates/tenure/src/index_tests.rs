@@ -75,12 +75,12 @@ impl Entries {
     }
 }
 
-impl PlainFields for Entries {
-    fn plain_fields(&mut self, value_offset: u64) -> Result<plain::Fields> {
-        self.0
-            .get(&value_offset)
-            .copied()
-            .ok_or_else(|| crate::error::Error::corruption("test", value_offset, "no entry there"))
+impl PlainEntries for Entries {
+    fn plain_entry_at(&mut self, value_offset: u64) -> Result<plain::Entry> {
+        let fields = self.0.get(&value_offset).ok_or_else(|| {
+            crate::error::Error::corruption("test", value_offset, "no entry there")
+        })?;
+        plain::Entry::read(value_offset, fields)
     }
 }
 

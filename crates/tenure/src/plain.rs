@@ -177,10 +177,13 @@ impl Entry {
     }
 }
 
-/// The version a plain entry describes, as a node (see [`Entry::read`]).
-#[inline]
-pub(crate) fn decode(value_offset: u64, fields: &Fields) -> Result<VersionNode> {
-    Entry::read(value_offset, fields).map(Entry::node)
+/// Where the fields of the entry whose value starts at `value_offset` begin.
+pub(crate) fn fields_start(value_offset: u64) -> Result<u64> {
+    value_offset
+        .checked_sub(FIELDS_BYTES as u64)
+        .ok_or_else(|| {
+            Error::corruption("log", value_offset, "a plain entry starts before the log")
+        })
 }
 
 #[cfg(test)]
@@ -222,7 +225,9 @@ mod tests {
             let fields: Fields = payload[value_offset - FIELDS_BYTES..value_offset]
                 .try_into()
                 .unwrap();
-            let node = decode(1_000 + value_offset as u64, &fields).unwrap();
+            let node = Entry::read(1_000 + value_offset as u64, &fields)
+                .map(Entry::node)
+                .unwrap();
             assert_eq!(node.version, 4_242);
             assert_eq!(node.etag_version(), 4_242);
             assert_eq!(node.last_modified, 1_700_000_000_123);
@@ -253,7 +258,7 @@ mod tests {
         let fields: Fields = payload[value_offset - FIELDS_BYTES..value_offset]
             .try_into()
             .unwrap();
-        assert!(decode(99, &fields).is_err(), "version 0: not patched");
+        assert!(Entry::read(99, &fields).is_err(), "version 0: not patched");
         let mut with_metadata = vec![codec::OP_ITEM_WRITE];
         let metadata = [("a".to_owned(), "b".to_owned())];
         let write = ItemWrite {
@@ -275,8 +280,8 @@ mod tests {
         let fields: Fields = with_metadata[offset - FIELDS_BYTES..offset]
             .try_into()
             .unwrap();
-        assert!(decode(99, &fields).is_err());
-        assert!(decode(99, &[0xAB; FIELDS_BYTES]).is_err());
+        assert!(Entry::read(99, &fields).is_err());
+        assert!(Entry::read(99, &[0xAB; FIELDS_BYTES]).is_err());
     }
 
     #[test]

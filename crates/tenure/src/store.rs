@@ -15,7 +15,7 @@ use crate::codec::{self, DecodedRecord};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::{
-    coordination_box, index_key, view, Index, ItemSlot, NewVersion, PlainFields, Properties,
+    coordination_box, index_key, view, Index, ItemSlot, NewVersion, PlainEntries, Properties,
     ValueLocation, VersionNode, VersionRef, COMMITTED,
 };
 use crate::log::{record::HEADER_BYTES, Log, LogOptions};
@@ -730,7 +730,7 @@ pub(crate) fn replay_record(
     version: Version,
     location: u64,
     payload: &[u8],
-    earlier: &mut impl PlainFields,
+    earlier: &mut impl PlainEntries,
 ) -> Result<()> {
     let corrupt = |reason: &str| {
         Error::corruption(
@@ -898,7 +898,7 @@ fn replay_item(
     (location, payload): (u64, &[u8]),
     item: &codec::DecodedItem<'_>,
     relocated: bool,
-    earlier: &mut impl PlainFields,
+    earlier: &mut impl PlainEntries,
 ) -> Result<()> {
     let incarnation = catalog.by_id_or_placeholder(item.write.container_id);
     if !incarnation.is_live() {
@@ -967,7 +967,8 @@ fn plain_entry_matches(
         return false;
     };
     let fields: &crate::plain::Fields = fields.try_into().expect("a slice of the right length");
-    crate::plain::decode(value_offset, fields).is_ok_and(|plain| plain.same_version_as(node))
+    crate::plain::Entry::read(value_offset, fields)
+        .is_ok_and(|entry| entry.node().same_version_as(node))
 }
 
 /// A lease or lock change: the key's current version with new coordination state. Skipped
@@ -982,7 +983,7 @@ fn replay_coordination(
     etag_version: Version,
     expires_at: Option<Timestamp>,
     coordination: Coordination,
-    earlier: &mut impl PlainFields,
+    earlier: &mut impl PlainEntries,
 ) -> Result<()> {
     let coordination = crate::coordination::clamp_after_reopen(coordination, now);
     let incarnation = catalog.by_id_or_placeholder(container_id);

@@ -73,9 +73,7 @@ impl<'g> LogReader<'_, 'g> {
         value_offset: u64,
     ) -> Result<(crate::plain::Entry, &'g [u8])> {
         let corrupt = |reason: &str| Error::corruption("log", value_offset, reason.to_owned());
-        let start = value_offset
-            .checked_sub(crate::plain::FIELDS_BYTES as u64)
-            .ok_or_else(|| corrupt("a plain entry starts before the log"))?;
+        let start = crate::plain::fields_start(value_offset)?;
         let (segment, local) = self
             .locate(start)
             .ok_or_else(|| corrupt("no segment holds this log offset"))?;
@@ -120,18 +118,10 @@ impl<'g> LogReader<'_, 'g> {
     }
 }
 
-/// A plain head's fields are read like a value: checked against the segment that holds them.
-impl crate::index::PlainFields for LogReader<'_, '_> {
+/// A plain head's entry is read like a value: checked against the segment that holds it.
+impl crate::index::PlainEntries for LogReader<'_, '_> {
     #[inline]
-    fn plain_fields(&mut self, value_offset: u64) -> Result<crate::plain::Fields> {
-        let start = value_offset
-            .checked_sub(crate::plain::FIELDS_BYTES as u64)
-            .ok_or_else(|| {
-                Error::corruption("log", value_offset, "a plain entry starts before the log")
-            })?;
-        let bytes = self.read_bytes(start, crate::plain::FIELDS_BYTES)?;
-        Ok(bytes
-            .try_into()
-            .expect("read_bytes returns the length asked for"))
+    fn plain_entry_at(&mut self, value_offset: u64) -> Result<crate::plain::Entry> {
+        self.plain_entry(value_offset).map(|(entry, _)| entry)
     }
 }

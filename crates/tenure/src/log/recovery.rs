@@ -40,12 +40,10 @@ pub(crate) struct EarlierRecords<'a> {
     guard: &'a crossbeam_epoch::Guard,
 }
 
-impl crate::index::PlainFields for EarlierRecords<'_> {
-    fn plain_fields(&mut self, value_offset: u64) -> Result<crate::plain::Fields> {
+impl crate::index::PlainEntries for EarlierRecords<'_> {
+    fn plain_entry_at(&mut self, value_offset: u64) -> Result<crate::plain::Entry> {
         let corrupt = |reason: &str| Error::corruption("log", value_offset, reason.to_owned());
-        let start = value_offset
-            .checked_sub(crate::plain::FIELDS_BYTES as u64)
-            .ok_or_else(|| corrupt("a plain entry starts before the log"))?;
+        let start = crate::plain::fields_start(value_offset)?;
         let segment = self
             .table
             .get(start / self.slot_size, self.guard)
@@ -56,9 +54,10 @@ impl crate::index::PlainFields for EarlierRecords<'_> {
         }
         // SAFETY: inside the mapping, which lives while the scan's guard does.
         let bytes = unsafe { segment.bytes_from(local) };
-        Ok(bytes[..crate::plain::FIELDS_BYTES]
+        let fields = bytes[..crate::plain::FIELDS_BYTES]
             .try_into()
-            .expect("the length was checked"))
+            .expect("the length was checked");
+        crate::plain::Entry::read(value_offset, fields)
     }
 }
 
