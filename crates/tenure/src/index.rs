@@ -452,8 +452,10 @@ impl ItemSlot {
     }
 
     /// Installs a plain head naming the entry whose value starts at `value_offset` over
-    /// `expected`, which must be null: a plain version ends its chain (`plain.rs`). A batch
-    /// installs its new keys' versions `pending` (`resolve_pending_plain` settles them).
+    /// `expected`: null, or (not `pending`) a plain head the new one *replaces*, so that no
+    /// one can walk from the new version to the old (`plain.rs` says when a writer may). A
+    /// plain version ends its chain. A batch installs its new keys' versions `pending`
+    /// (`resolve_pending_plain` settles them).
     pub fn install_plain<'g>(
         &self,
         expected: Shared<'g, VersionNode>,
@@ -461,7 +463,10 @@ impl ItemSlot {
         pending: bool,
         guard: &'g Guard,
     ) -> Result<Shared<'g, VersionNode>, HeadMoved> {
-        assert!(expected.is_null(), "a plain head has nothing older");
+        assert!(
+            expected.is_null() || (!pending && plain::offset_of(expected).is_some()),
+            "a plain head goes over nothing, or replaces a plain head"
+        );
         let new = if pending {
             plain::pending_head(value_offset)
         } else {

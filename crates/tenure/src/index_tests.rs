@@ -154,14 +154,61 @@ fn a_plain_head_reads_as_its_entry_and_ends_its_chain() {
 }
 
 #[test]
-#[should_panic(expected = "a plain head has nothing older")]
-fn a_plain_head_goes_only_where_nothing_is() {
+#[should_panic(expected = "a plain head goes over nothing, or replaces a plain head")]
+fn a_plain_head_never_goes_over_a_node() {
     let slot = slot();
     let guard = crossbeam_epoch::pin();
     let first = slot
         .install(Shared::null(), node(1, COMMITTED, false), &guard)
         .unwrap();
     let _ = slot.install_plain(first, 2_000, false, &guard);
+}
+
+/// A batch's version links to what it covers until it commits: never a pending plain head
+/// over a plain one.
+#[test]
+#[should_panic(expected = "a plain head goes over nothing, or replaces a plain head")]
+fn a_pending_plain_head_never_replaces_a_plain_head() {
+    let mut entries = Entries::default();
+    let slot = slot();
+    let guard = crossbeam_epoch::pin();
+    let first = slot
+        .install_plain(Shared::null(), entries.add(1), false, &guard)
+        .unwrap();
+    let _ = slot.install_plain(first, entries.add(2), true, &guard);
+}
+
+/// A write replaces a plain head outright (while no snapshot is open, `plain.rs`): the chain
+/// is the new entry alone, a reader at the old version finds nothing in the slot (the store's
+/// plain reads then wait for the new version instead), and a writer holding the old head
+/// loses its compare-and-swap.
+#[test]
+fn a_plain_head_replaces_a_plain_head_outright() {
+    let mut entries = Entries::default();
+    let slot = slot();
+    let guard = crossbeam_epoch::pin();
+    let first = slot
+        .install_plain(Shared::null(), entries.add(1), false, &guard)
+        .unwrap();
+    let second_offset = entries.add(2);
+    let second = slot
+        .install_plain(first, second_offset, false, &guard)
+        .unwrap();
+    assert_eq!(plain::offset_of(second), Some(second_offset));
+    assert_eq!(chain(&slot, &mut entries, &guard), [(2, true)]);
+    assert!(slot.visible(1, &guard, &mut entries).unwrap().is_none());
+    assert_eq!(
+        slot.visible(2, &guard, &mut entries)
+            .unwrap()
+            .unwrap()
+            .version,
+        2
+    );
+    let third_offset = entries.add(3);
+    assert!(slot
+        .install_plain(first, third_offset, false, &guard)
+        .is_err());
+    assert_eq!(chain(&slot, &mut entries, &guard), [(2, true)]);
 }
 
 /// A batch's pending plain head: readers pass it, writers wait for it, and it resolves to

@@ -22,6 +22,21 @@
 //! from the 36 bytes (`Entry::read`), which a get's value prefetch is already loading. Only
 //! entries the mapping holds when the head is set may be named: a `buffered` store's (copied
 //! in before the install) and, at open, every store's.
+//!
+//! A plain write over a plain head *replaces* it (one compare-and-swap, nothing allocated,
+//! nothing to reclaim) when no snapshot is open: the version it replaces is then out of
+//! every reader's reach at once, which is safe because
+//! - a snapshot registers before it picks its version and reads at the newest version
+//!   reserved by then, so it never needs a version a write replaced without seeing the
+//!   registration (`StoreShared::snapshot`; the writer checks after its reservation, and
+//!   both sides are sequentially consistent), and a write that sees it installs a node over
+//!   the plain head as before;
+//! - a plain read that finds a head newer than every visible version waits for that write
+//!   to complete (it is copying its record into the mapping) and reads it
+//!   (`StoreShared::resolve`), as it would read the newer version a moment later anyway.
+//!
+//! So a key rewritten with plain puts keeps one version in the index, and a compare-and-set
+//! allocates nothing.
 
 use crossbeam_epoch::Shared;
 

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use crate::clock::{ReadTime, Timestamp};
 use crate::error::Result;
 use crate::etag::Version;
+use crate::log::Durability;
 use crate::options::{Item, Page, ReadOptions};
 use crate::store::{StoreShared, ValueRead};
 
@@ -61,25 +62,56 @@ impl OpenSnapshots {
 /// A repeatable view of the store. Reads from any thread; dropping it releases old versions.
 pub struct Snapshot<'store> {
     store: &'store StoreShared,
+    /// The version registered in `OpenSnapshots`, at most `version`: it keeps at least what
+    /// `version` needs from prunes.
+    registered_version: Version,
     version: Version,
     now: Timestamp,
 }
 
 impl StoreShared {
+    /// Takes a snapshot.
+    ///
+    /// In a `buffered` store a write may replace a plain head outright while no snapshot is
+    /// open (`plain.rs`), and the version it replaced is then out of the index's reach. So a
+    /// snapshot registers first, which stops such replacements, and reads at the newest
+    /// version reserved by then, once it is visible (in-flight writes complete within
+    /// microseconds: they are copies into the mapping). A write that did not see the
+    /// registration reserved its version before, so the snapshot reads it or something newer,
+    /// and never needs what it replaced. The registration's store and the reservation's load
+    /// here, and the reservation's exchange and `may_replace_plain_head`'s load in the writer,
+    /// are sequentially consistent: one of the two sees the other.
     pub fn snapshot(&self) -> Result<Snapshot<'_>> {
         self.check_open()?;
         // Registered under the lock that prunes take, so no prune drops what this pins.
         let mut snapshots = self.snapshots.lock();
-        let version = self.version();
-        snapshots.register(version);
+        let registered_version = self.version();
+        snapshots.register(registered_version);
         self.oldest_snapshot
-            .store(snapshots.oldest(), Ordering::Release);
+            .store(snapshots.oldest(), Ordering::SeqCst);
         drop(snapshots);
-        Ok(Snapshot {
+        let mut snapshot = Snapshot {
             store: self,
-            version,
+            registered_version,
+            version: registered_version,
             now: self.now(),
-        })
+        };
+        if self.log.durability() == Durability::Buffered {
+            let reserved = self.log.last_reserved_version();
+            if reserved > registered_version {
+                // On an error the snapshot drops here and releases its registration.
+                self.log.wait(reserved)?;
+                snapshot.version = reserved;
+            }
+        }
+        Ok(snapshot)
+    }
+
+    /// Whether a write that has reserved its version may replace a plain head outright: only
+    /// while no snapshot is open (`snapshot` says why that is enough). Reads after the
+    /// reservation, sequentially consistent with it.
+    pub(crate) fn may_replace_plain_head(&self) -> bool {
+        self.oldest_snapshot.load(Ordering::SeqCst) == u64::MAX
     }
 }
 
@@ -196,10 +228,10 @@ pub struct BorrowedItem<'snapshot> {
 impl Drop for Snapshot<'_> {
     fn drop(&mut self) {
         let mut snapshots = self.store.snapshots.lock();
-        snapshots.release(self.version);
+        snapshots.release(self.registered_version);
         self.store
             .oldest_snapshot
-            .store(snapshots.oldest(), Ordering::Release);
+            .store(snapshots.oldest(), Ordering::SeqCst);
     }
 }
 

@@ -23,6 +23,7 @@ use crate::options::{
     ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, Limits, Page, ReadOptions,
     StoreOptions,
 };
+use crate::plain;
 use crate::point_index::HintCell;
 use crate::rules::conditions::{self, ItemFacts};
 use crate::rules::lease::{self, ContainerOperation};
@@ -478,7 +479,9 @@ impl StoreShared {
     /// prune can take its nodes. A plain read may move forward: a writer's prune keeps only the
     /// newest node at or below the `visible` version *it* read, which can be newer than the
     /// reader's; when the walk falls off the chain the reader retries at a fresh version, which
-    /// is at least that prune's.
+    /// is at least that prune's. And a write may replace a plain head outright (`plain.rs`):
+    /// a head newer than every visible version may hide the one the reader would see, so the
+    /// reader waits for that write to complete (it is copying its record) and reads it.
     pub(crate) fn resolve<'g>(
         &self,
         slot: &crate::index::ItemSlot,
@@ -494,9 +497,18 @@ impl StoreShared {
             if node.is_some() || repeatable {
                 return Ok(node);
             }
-            let fresh = self.version();
+            let mut fresh = self.version();
             if fresh == version {
-                return Ok(None);
+                let head = slot.head().load(Ordering::Acquire, guard);
+                let Some(offset) = plain::offset_of(head) else {
+                    return Ok(None);
+                };
+                let newer = fields.plain_entry_at(offset)?.version;
+                if newer <= version {
+                    return Ok(None);
+                }
+                self.log.wait(newer)?;
+                fresh = self.version();
             }
             version = fresh;
         }
@@ -961,12 +973,12 @@ fn plain_entry_matches(
     node: &VersionNode,
 ) -> bool {
     let Some(fields) = value_offset_in_payload
-        .checked_sub(crate::plain::FIELDS_BYTES)
+        .checked_sub(plain::FIELDS_BYTES)
         .and_then(|start| payload.get(start..value_offset_in_payload))
     else {
         return false;
     };
-    let fields: &crate::plain::Fields = fields.try_into().expect("a slice of the right length");
+    let fields: &plain::Fields = fields.try_into().expect("a slice of the right length");
     crate::plain::Entry::read(value_offset, fields)
         .is_ok_and(|entry| entry.node().same_version_as(node))
 }

@@ -391,13 +391,15 @@ impl StoreShared {
                     value.len() as u32,
                 )
             });
-            // A key's first version, when its entry says all of it and the mapping already
-            // holds the entry, is a plain head: no node (`plain.rs`).
+            // A version whose entry says all of it, when the mapping already holds the entry,
+            // is a plain head: no node (`plain.rs`). It goes over nothing, or replaces a plain
+            // head outright while no snapshot is open (checked after the reservation).
             let plain_offset = value_location
                 .filter(|_| {
-                    head.is_null()
-                        && self.log.durability() == Durability::Buffered
+                    self.log.durability() == Durability::Buffered
                         && plain::is_plain_write(&write)
+                        && (head.is_null()
+                            || (plain::offset_of(head).is_some() && self.may_replace_plain_head()))
                 })
                 .map(|location| location.offset());
             let node = VersionNode::new(NewVersion {

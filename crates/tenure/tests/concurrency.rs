@@ -188,6 +188,129 @@ fn bank_transfers_in_batches_keep_the_total_constant_in_every_snapshot() {
     );
 }
 
+/// A put over a key whose only version is a plain head replaces that head outright while no
+/// snapshot is open, and keeps the old version (a node over it) while one is: in both cases a
+/// key written 4 times holds 1 version in the index, or more.
+#[test]
+fn puts_replace_a_plain_head_outright_only_while_no_snapshot_is_open() {
+    let (store, _, _) = store();
+    let keys: Vec<[u8; 8]> = (0..16u64).map(u64::to_be_bytes).collect();
+    for round in 0..4u8 {
+        for key in &keys {
+            store
+                .put("c", key, &[round; 20], &WriteOptions::default())
+                .unwrap();
+        }
+    }
+    let stats = store.stats().unwrap();
+    assert_eq!((stats.items, stats.item_versions), (16, 16));
+    let snapshot = store.snapshot().unwrap();
+    for key in &keys {
+        store
+            .put("c", key, &[9; 20], &WriteOptions::default())
+            .unwrap();
+    }
+    let stats = store.stats().unwrap();
+    assert_eq!((stats.items, stats.item_versions), (16, 32));
+    for key in &keys {
+        let seen = snapshot.get("c", key, &ReadOptions::default()).unwrap();
+        assert_eq!(seen.value.unwrap(), [3; 20]);
+    }
+}
+
+/// Writers replace plain heads outright while readers read (`plain.rs`): a plain read never
+/// misses an item and never goes back to an older value, and every snapshot — taken while the
+/// writes race — sees every item, the same one at each read.
+#[test]
+fn puts_replacing_plain_heads_hide_no_item_from_plain_reads_or_snapshots() {
+    const KEYS: u64 = 16;
+    const WRITES_PER_WRITER: u64 = 50_000;
+    const SNAPSHOTS_WHILE_WRITING: u64 = 200;
+    let (store, _, _) = store();
+    for key in 0..KEYS {
+        store
+            .put(
+                "c",
+                &key.to_be_bytes(),
+                &0u64.to_le_bytes(),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    let store = Arc::new(store);
+    let snapshots_checked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let counter = |item: tenure::Item| u64::from_le_bytes(item.value.unwrap().try_into().unwrap());
+    // Writer `w` writes the keys `k` with `k % 2 == w`, each value its own count of writes
+    // so far: per key, the values only grow.
+    let writers: Vec<_> = (0..2u64)
+        .map(|writer| {
+            let store = Arc::clone(&store);
+            let snapshots_checked = Arc::clone(&snapshots_checked);
+            std::thread::spawn(move || {
+                let mut written = 0u64;
+                while written < WRITES_PER_WRITER
+                    || snapshots_checked.load(Ordering::Relaxed) < SNAPSHOTS_WHILE_WRITING
+                {
+                    written += 1;
+                    let key = (written % (KEYS / 2)) * 2 + writer;
+                    store
+                        .put(
+                            "c",
+                            &key.to_be_bytes(),
+                            &written.to_le_bytes(),
+                            &WriteOptions::default(),
+                        )
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    let reader = {
+        let (store, writing) = (Arc::clone(&store), Arc::clone(&writing));
+        std::thread::spawn(move || {
+            let mut newest_seen = [0u64; KEYS as usize];
+            let mut reads = 0u64;
+            while writing.load(Ordering::Relaxed) {
+                let key = reads % KEYS;
+                reads += 1;
+                let item = store
+                    .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                    .unwrap_or_else(|error| panic!("read {reads} of key {key}: {error}"));
+                let value = counter(item);
+                assert!(value >= newest_seen[key as usize], "key {key} went back");
+                newest_seen[key as usize] = value;
+            }
+            reads
+        })
+    };
+    while writers.iter().any(|writer| !writer.is_finished()) {
+        let snapshot = store.snapshot().unwrap();
+        let first: Vec<tenure::Item> = (0..KEYS)
+            .map(|key| {
+                snapshot
+                    .get("c", &key.to_be_bytes(), &ReadOptions::default())
+                    .unwrap_or_else(|error| panic!("a snapshot lost key {key}: {error}"))
+            })
+            .collect();
+        let listed = snapshot.list("c", b"", 100, None, true).unwrap().items;
+        assert_eq!(listed, first, "a snapshot's list and gets disagree");
+        for (key, item) in first.iter().enumerate() {
+            let again = snapshot
+                .get("c", &(key as u64).to_be_bytes(), &ReadOptions::default())
+                .unwrap();
+            assert_eq!(&again, item, "a snapshot's read of key {key} changed");
+        }
+        snapshots_checked.fetch_add(1, Ordering::Relaxed);
+    }
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    writing.store(false, Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+    assert!(snapshots_checked.load(Ordering::Relaxed) >= SNAPSHOTS_WHILE_WRITING);
+}
+
 /// In a `sync` store a value's record reaches the file only with its group's sync
 /// (log/staging.rs). A metadata change copies the item's value from its newest version, which
 /// may still be waiting for that sync: the change must wait for it and copy the written value,

@@ -557,7 +557,8 @@ impl Log {
 
     /// The newest version handed out so far (perhaps not complete yet).
     pub fn last_reserved_version(&self) -> Version {
-        unpack(self.shared.reservation.load(Ordering::Acquire)).0 - 1
+        // Sequentially consistent with the reservations' exchange: `StoreShared::snapshot`.
+        unpack(self.shared.reservation.load(Ordering::SeqCst)).0 - 1
     }
 
     /// Bytes per slot: segment `s` starts at global offset `s * slot_size_bytes`.
@@ -685,7 +686,9 @@ impl LogShared {
             let next = pack(version + 1, placement.new_tail);
             if self
                 .reservation
-                .compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire)
+                // Sequentially consistent: a writer checks for snapshots after it, and a new
+                // snapshot reads the last reserved version (`StoreShared::snapshot`).
+                .compare_exchange_weak(current, next, Ordering::SeqCst, Ordering::Acquire)
                 .is_ok()
             {
                 break (version, placement);
