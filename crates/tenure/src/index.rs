@@ -452,10 +452,10 @@ impl ItemSlot {
     }
 
     /// Installs a plain head naming the entry whose value starts at `value_offset` over
-    /// `expected`: null, or (not `pending`) a plain head the new one *replaces*, so that no
-    /// one can walk from the new version to the old (`plain.rs` says when a writer may). A
-    /// plain version ends its chain. A batch installs its new keys' versions `pending`
-    /// (`resolve_pending_plain` settles them).
+    /// `expected`: null, or (not `pending`) a settled head the new one *replaces* with all of
+    /// its chain, so that no one can walk from the new version to the old (`plain.rs` says
+    /// when a writer may). A plain version ends its chain. A batch installs its new keys'
+    /// versions `pending` (`resolve_pending_plain` settles them).
     pub fn install_plain<'g>(
         &self,
         expected: Shared<'g, VersionNode>,
@@ -464,8 +464,12 @@ impl ItemSlot {
         guard: &'g Guard,
     ) -> Result<Shared<'g, VersionNode>, HeadMoved> {
         assert!(
-            expected.is_null() || (!pending && plain::offset_of(expected).is_some()),
-            "a plain head goes over nothing, or replaces a plain head"
+            expected.is_null()
+                || (!pending
+                    && !plain::is_pending(expected)
+                    && node_of(expected)
+                        .is_none_or(|node| node.status.load(Ordering::Acquire) == COMMITTED)),
+            "a plain head goes over nothing, or replaces a settled head"
         );
         let new = if pending {
             plain::pending_head(value_offset)
@@ -474,8 +478,27 @@ impl ItemSlot {
         };
         self.head()
             .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire, guard)
-            .map(|_| new)
-            .map_err(|_| HeadMoved)
+            .map_err(|_| HeadMoved)?;
+        // SAFETY: the exchange unlinked `expected` from the slot, and only this caller won it.
+        unsafe { self.retire_chain(expected, guard) };
+        Ok(new)
+    }
+
+    /// Retires `detached` and the chain below it, once no slot links to `detached`.
+    ///
+    /// A prune that read the old head before it was replaced may still be detaching part of
+    /// the same chain: each link is therefore taken with a swap, and each node is retired by
+    /// whoever swapped out the link to it (this walk, or that prune), never by both.
+    ///
+    /// # Safety
+    /// The caller unlinked `detached` from the slot, and no one else retires it.
+    unsafe fn retire_chain<'g>(&self, mut detached: Shared<'g, VersionNode>, guard: &'g Guard) {
+        while let Some(node) = node_of(detached) {
+            let older = node.older.swap(Shared::null(), Ordering::AcqRel, guard);
+            // SAFETY: unlinked (the caller's promise, then the swap above for each next one).
+            unsafe { self.retire(detached, guard) };
+            detached = older;
+        }
     }
 
     /// Commits the pending plain head `installed` (a plain head from now on), or takes it back
@@ -801,6 +824,28 @@ impl Index {
         guard: &'g Guard,
     ) -> (ItemSlot, HintCell<'g>) {
         self.get_or_insert_slot(index_key, true, guard)
+    }
+
+    /// The slot of `index_key` and its bucket's value-hint cell for a write, the slot added
+    /// first when `insert`. A view, not a reference of its own: the indexes keep every slot
+    /// while they live, so a write's slot outlives `guard`, and the common write takes no
+    /// reference count (two locked instructions on the slot's line).
+    pub(crate) fn slot_for_write<'g>(
+        &self,
+        index_key: &[u8],
+        insert: bool,
+        guard: &'g Guard,
+    ) -> Option<(SlotView<'g>, HintCell<'g>)> {
+        if let Some(found) = self.points.get_with_hint_cell(index_key, guard) {
+            return Some(found);
+        }
+        if !insert {
+            return None;
+        }
+        let (slot, hint_cell) = self.get_or_insert_slot(index_key, true, guard);
+        // SAFETY: both indexes hold the slot from now on, for as long as they live.
+        let view = unsafe { SlotView::from_handle(slot.handle()) };
+        Some((view, hint_cell))
     }
 
     /// [`Index::get_or_insert_with_hint_cell`] for the replay at open, which no one else

@@ -105,6 +105,11 @@ impl ItemSlot {
         unsafe { std::slice::from_raw_parts(key_pointer(self.0), length as usize) }
     }
 
+    /// The slot's arena handle, keeping this reference (`SlotView::from_handle` views it).
+    pub(crate) fn handle(&self) -> arena::Handle {
+        arena::handle_of(self.0.cast())
+    }
+
     /// The slot's arena handle, owning one reference (`from_handle` takes it back): what
     /// the indexes keep, 4 bytes where a pointer takes 8.
     pub(crate) fn into_handle(self) -> arena::Handle {

@@ -72,14 +72,15 @@ pub struct Snapshot<'store> {
 impl StoreShared {
     /// Takes a snapshot.
     ///
-    /// In a `buffered` store a write may replace a plain head outright while no snapshot is
-    /// open (`plain.rs`), and the version it replaced is then out of the index's reach. So a
+    /// In a `buffered` store a plain write may replace a head and its chain outright while no
+    /// snapshot is open (`plain.rs`), and the versions it replaced are then out of the index's
+    /// reach. So a
     /// snapshot registers first, which stops such replacements, and reads at the newest
     /// version reserved by then, once it is visible (in-flight writes complete within
     /// microseconds: they are copies into the mapping). A write that did not see the
     /// registration reserved its version before, so the snapshot reads it or something newer,
     /// and never needs what it replaced. The registration's store and the reservation's load
-    /// here, and the reservation's exchange and `may_replace_plain_head`'s load in the writer,
+    /// here, and the reservation's exchange and `may_replace_head`'s load in the writer,
     /// are sequentially consistent: one of the two sees the other.
     pub fn snapshot(&self) -> Result<Snapshot<'_>> {
         self.check_open()?;
@@ -107,10 +108,10 @@ impl StoreShared {
         Ok(snapshot)
     }
 
-    /// Whether a write that has reserved its version may replace a plain head outright: only
+    /// Whether a write that has reserved its version may replace a head outright: only
     /// while no snapshot is open (`snapshot` says why that is enough). Reads after the
     /// reservation, sequentially consistent with it.
-    pub(crate) fn may_replace_plain_head(&self) -> bool {
+    pub(crate) fn may_replace_head(&self) -> bool {
         self.oldest_snapshot.load(Ordering::SeqCst) == u64::MAX
     }
 }

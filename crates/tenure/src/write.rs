@@ -41,6 +41,11 @@ pub(crate) fn coordination_after_write(
     options: &WriteOptions,
     now: crate::clock::Timestamp,
 ) -> Result<Coordination> {
+    // Nothing to check and nothing to carry: no lease or lock on the item (a plain head has
+    // none), and the write names neither. The rules below give the same.
+    if state.is_empty() && options.lease_id.is_none() && options.lock_handle.is_none() {
+        return Ok(Coordination::default());
+    }
     // The lease of a deleted or expired item went with it.
     let lease_record = state.lease.as_ref().filter(|_| item_present);
     let lease_effect = if kind == WriteKind::Check && options.lease_id.is_none() {
@@ -275,17 +280,10 @@ impl StoreShared {
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
         let key_bytes = index_key(incarnation.id, key);
         let guard = crossbeam_epoch::pin();
-        let (slot, hint_cell) = match kind {
-            WriteKind::Put | WriteKind::Create => {
-                self.index.get_or_insert_with_hint_cell(&key_bytes, &guard)
-            }
-            _ => match self.index.get_with_hint_cell(&key_bytes, &guard) {
-                Some(found) => found,
-                None => {
-                    conditions::check_write_existence(kind, &options.conditions, None)?;
-                    return Err(Error::rejected(ErrorCode::NotFound));
-                }
-            },
+        let inserts = matches!(kind, WriteKind::Put | WriteKind::Create);
+        let Some((slot, hint_cell)) = self.index.slot_for_write(&key_bytes, inserts, &guard) else {
+            conditions::check_write_existence(kind, &options.conditions, None)?;
+            return Err(Error::rejected(ErrorCode::NotFound));
         };
         for _ in 0..MAX_INSTALL_ATTEMPTS {
             let now = self.now();
@@ -392,30 +390,35 @@ impl StoreShared {
                 )
             });
             // A version whose entry says all of it, when the mapping already holds the entry,
-            // is a plain head: no node (`plain.rs`). It goes over nothing, or replaces a plain
-            // head outright while no snapshot is open (checked after the reservation).
+            // is a plain head: no node (`plain.rs`). It goes over nothing, or replaces the
+            // head and its chain outright while no snapshot is open (checked after the
+            // reservation).
             let plain_offset = value_location
                 .filter(|_| {
                     self.log.durability() == Durability::Buffered
                         && plain::is_plain_write(&write)
-                        && (head.is_null()
-                            || (plain::offset_of(head).is_some() && self.may_replace_plain_head()))
+                        && (head.is_null() || self.may_replace_head())
                 })
                 .map(|location| location.offset());
-            let node = VersionNode::new(NewVersion {
-                version,
-                etag_version: version,
-                status: COMMITTED,
-                value: value_location,
-                last_modified: now,
-                expires_at,
-                properties: properties_box(properties.content_type.as_deref(), properties.metadata),
-                coordination: coordination_box(coordination),
-            });
             self.index.note_expiry(expires_at);
             let installed = match plain_offset {
                 Some(offset) => slot.install_plain(head, offset, false, &guard),
-                None => slot.install(head, node, &guard),
+                None => {
+                    let node = VersionNode::new(NewVersion {
+                        version,
+                        etag_version: version,
+                        status: COMMITTED,
+                        value: value_location,
+                        last_modified: now,
+                        expires_at,
+                        properties: properties_box(
+                            properties.content_type.as_deref(),
+                            properties.metadata,
+                        ),
+                        coordination: coordination_box(coordination),
+                    });
+                    slot.install(head, node, &guard)
+                }
             };
             match installed {
                 Ok(installed) => {

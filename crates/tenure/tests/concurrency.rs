@@ -218,6 +218,41 @@ fn puts_replace_a_plain_head_outright_only_while_no_snapshot_is_open() {
     }
 }
 
+/// A plain put replaces a head that is a node (a version with metadata, or one compaction
+/// copied forward) and the chain under it outright while no snapshot is open: the key keeps
+/// one version, and reads see the plain write alone.
+#[test]
+fn a_plain_put_replaces_a_chain_of_nodes_while_no_snapshot_is_open() {
+    let (store, _, _) = store();
+    let with_metadata = WriteOptions {
+        metadata: vec![("owner".into(), "writer".into())],
+        ..WriteOptions::default()
+    };
+    for key in 0..8u64 {
+        for _ in 0..3 {
+            store
+                .put("c", &key.to_be_bytes(), b"with metadata", &with_metadata)
+                .unwrap();
+        }
+    }
+    let stats = store.stats().unwrap();
+    assert_eq!((stats.items, stats.item_versions), (8, 24));
+    for key in 0..8u64 {
+        store
+            .put("c", &key.to_be_bytes(), b"plain", &WriteOptions::default())
+            .unwrap();
+    }
+    let stats = store.stats().unwrap();
+    assert_eq!((stats.items, stats.item_versions), (8, 8));
+    for key in 0..8u64 {
+        let item = store
+            .get("c", &key.to_be_bytes(), &ReadOptions::default())
+            .unwrap();
+        assert_eq!(item.value.unwrap(), b"plain");
+        assert!(item.metadata.is_empty());
+    }
+}
+
 /// Writers replace plain heads outright while readers read (`plain.rs`): a plain read never
 /// misses an item and never goes back to an older value, and every snapshot — taken while the
 /// writes race — sees every item, the same one at each read.

@@ -1115,6 +1115,7 @@ impl Reservation<'_> {
         );
         if self.log.durability == Durability::Buffered {
             self.payload_mut().copy_from_slice(payload);
+            self.prefetch_next_record();
             return Ok(());
         }
         let local = self.start - self.segment.first_slot * self.log.slot_size;
@@ -1152,6 +1153,26 @@ impl Reservation<'_> {
         })?;
         self.header_written = true;
         Ok(())
+    }
+
+    /// Starts loading the lines after this record, where the next record goes (`buffered`).
+    ///
+    /// Why: the tail's lines were last touched by the preparer's zeroing, so an append's
+    /// stores miss, and the append's first locked instruction after its copy (the index's
+    /// compare-and-swap) and the checksum's read-back wait for them. Loaded one append ahead,
+    /// they are there when the next append writes. Scratch probe (1M keys, get +
+    /// `put(if_match)`, 5 interleaved pairs): the put's part 0.69 → 0.53 µs.
+    fn prefetch_next_record(&self) {
+        const NEXT_RECORD_PREFETCH_BYTES: u64 = 256;
+        let end = self.new_tail - self.segment.first_slot * self.log.slot_size;
+        let limit = (end + NEXT_RECORD_PREFETCH_BYTES).min(self.segment.length());
+        let mapping = self.segment.mapping.pointer();
+        // The line holding `end` is this record's last, already here.
+        let mut line = end.next_multiple_of(64);
+        while line < limit {
+            crate::index::prefetch(mapping.wrapping_add(line as usize));
+            line += 64;
+        }
     }
 
     fn header_fields(&self, kind: RecordKind) -> RecordHeader {
