@@ -479,9 +479,10 @@ impl StoreShared {
     /// prune can take its nodes. A plain read may move forward: a writer's prune keeps only the
     /// newest node at or below the `visible` version *it* read, which can be newer than the
     /// reader's; when the walk falls off the chain the reader retries at a fresh version, which
-    /// is at least that prune's. And a write may replace a plain head outright (`plain.rs`):
-    /// a head newer than every visible version may hide the one the reader would see, so the
-    /// reader waits for that write to complete (it is copying its record) and reads it.
+    /// is at least that prune's. And a plain write may replace a head and its chain outright
+    /// (`plain.rs`): the plain head it leaves, newer than every visible version, may hide the
+    /// version the reader would see, so the reader waits for that write to complete (it is
+    /// copying its record) and reads it.
     pub(crate) fn resolve<'g>(
         &self,
         slot: &crate::index::ItemSlot,
