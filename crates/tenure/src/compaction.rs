@@ -200,7 +200,7 @@ impl StoreShared {
     }
 
     /// Copies the segment's live data forward, unless less than `minimum_dead_percent` of it
-    /// is dead (judged by the live versions' sizes before anything of theirs is written).
+    /// is dead (judged by the live versions' sizes before anything is written).
     fn relocate_live(
         &self,
         first_slot: u64,
@@ -264,27 +264,6 @@ impl StoreShared {
                 }
                 Ok(())
             })?;
-        for id in live_containers {
-            let Some(incarnation) = self.catalog.by_id(id).filter(|incarnation| {
-                incarnation.is_live() && !Catalog::is_placeholder(incarnation)
-            }) else {
-                continue;
-            };
-            let state = incarnation.state.lock().clone();
-            let payload = codec::encode_container_state(
-                incarnation.id,
-                &incarnation.name,
-                incarnation.default_ttl_seconds,
-                state.etag_version,
-                state.last_modified,
-                &state.metadata,
-                state.lease.as_ref(),
-            );
-            let mut reservation = self.log.reserve(payload.len())?;
-            reservation.write_payload(&payload)?;
-            reservation.commit_nowait();
-            report.containers_relocated += 1;
-        }
         // A lease, lock or metadata change carries its item's value location forward. If one
         // lands between reading an item and swapping in its copy, the copy is dropped but the
         // new version still points into this segment: such items are read and copied again.
@@ -319,6 +298,9 @@ impl StoreShared {
                         return Ok(Cleaning::MostlyLive);
                     }
                 }
+                // Container states go first, so relocated items always find their container
+                // at replay; a segment left alone above has had nothing written for it.
+                self.copy_containers_forward(&live_containers, report)?;
             }
             candidates = Vec::new();
             for group in group_by_size(relocations) {
@@ -331,6 +313,36 @@ impl StoreShared {
             }
         }
         Ok(Cleaning::RacedWrites)
+    }
+
+    /// Writes the current state of each live container in `live_containers` forward.
+    fn copy_containers_forward(
+        &self,
+        live_containers: &BTreeSet<u64>,
+        report: &mut CompactionReport,
+    ) -> Result<()> {
+        for &id in live_containers {
+            let Some(incarnation) = self.catalog.by_id(id).filter(|incarnation| {
+                incarnation.is_live() && !Catalog::is_placeholder(incarnation)
+            }) else {
+                continue;
+            };
+            let state = incarnation.state.lock().clone();
+            let payload = codec::encode_container_state(
+                incarnation.id,
+                &incarnation.name,
+                incarnation.default_ttl_seconds,
+                state.etag_version,
+                state.last_modified,
+                &state.metadata,
+                state.lease.as_ref(),
+            );
+            let mut reservation = self.log.reserve(payload.len())?;
+            reservation.write_payload(&payload)?;
+            reservation.commit_nowait();
+            report.containers_relocated += 1;
+        }
+        Ok(())
     }
 
     /// The version readers see now for the key, if it depends on the segment — its own record

@@ -17,20 +17,22 @@
 //! A *plain head* is that value offset in the head word, tagged so no one takes it for a
 //! node pointer. It always ends its chain: it is installed only where a committed node with
 //! nothing older and no extras would be (a key's first put, a batch's new keys — pending
-//! until the batch commits — and the replay at open), so a node installed over it links to
-//! it as its `older`, and a prune that detaches it frees nothing. Readers build the version
+//! until the batch commits —, a plain write that replaces the chain, below, and the replay
+//! at open), so a node installed over it links to it as its `older`, and a prune that
+//! detaches it frees nothing. Readers build the version
 //! from the 36 bytes (`Entry::read`), which a get's value prefetch is already loading. Only
 //! entries the mapping holds when the head is set may be named: a `buffered` store's (copied
 //! in before the install) and, at open, every store's.
 //!
-//! A plain write over a plain head *replaces* it (one compare-and-swap, nothing allocated,
-//! nothing to reclaim) when no snapshot is open: the version it replaces is then out of
-//! every reader's reach at once, which is safe because
+//! A plain write over a settled head — plain, or a node and its chain — *replaces* it (one
+//! compare-and-swap, nothing allocated; replaced nodes are retired, `ItemSlot::retire_chain`)
+//! when no snapshot is open: the versions it replaces are then out of every reader's reach
+//! at once, which is safe because
 //! - a snapshot registers before it picks its version and reads at the newest version
 //!   reserved by then, so it never needs a version a write replaced without seeing the
 //!   registration (`StoreShared::snapshot`; the writer checks after its reservation, and
 //!   both sides are sequentially consistent), and a write that sees it installs a node over
-//!   the plain head as before;
+//!   the head as before;
 //! - a plain read that finds a head newer than every visible version waits for that write
 //!   to complete (it is copying its record into the mapping) and reads it
 //!   (`StoreShared::resolve`), as it would read the newer version a moment later anyway.
