@@ -752,7 +752,7 @@ impl LogShared {
                 return;
             }
             if let Some((segment, end)) = work.allocation {
-                segment.allocate_ahead(end);
+                segment.prepare_ahead(end);
             }
             if let Some(slot) = work.segment_slot {
                 self.prepare_segment_ahead(slot);

@@ -90,15 +90,26 @@ pub(super) fn create_segment(
     segment
         .allocate_to(if slot_count > 1 { length } else { 1 })
         .map_err(|error| Error::io(&path, "allocate", error))?;
+    segment.prefault_ahead(0);
     Ok(segment)
 }
 
-/// How a segment that receives appends is mapped in `sync` stores: see
-/// `Mapping::advise_no_read_ahead`. (Both modes fault pages in for writing as they are
-/// allocated: `Mapping::prefault_for_writing`.)
+/// How a segment that receives appends is mapped: in `sync` stores without read-ahead
+/// (`Mapping::advise_no_read_ahead`), in `buffered` ones with huge pages (`advise_for_reads`).
+/// (Both modes fault pages in ahead of the tail: `Segment::prefault_ahead`.)
 fn prepare_for_appends(mapping: &Mapping, durability: Durability) {
-    if durability == Durability::Sync {
-        mapping.advise_no_read_ahead();
+    match durability {
+        Durability::Sync => mapping.advise_no_read_ahead(),
+        Durability::Buffered => advise_for_reads(mapping, durability),
+    }
+}
+
+/// How a segment is mapped for its reads: with huge pages in `buffered` stores
+/// (`Mapping::advise_huge_pages`). A `sync` store's tail wants small folios, and its other
+/// segments were written in them.
+fn advise_for_reads(mapping: &Mapping, durability: Durability) {
+    if durability == Durability::Buffered {
+        mapping.advise_huge_pages();
     }
 }
 
@@ -107,6 +118,7 @@ fn open_segment(
     name: &str,
     first_slot: u64,
     slot_size: u64,
+    durability: Durability,
 ) -> Result<Segment> {
     let path = storage.path().join(name);
     let file = storage
@@ -125,6 +137,7 @@ fn open_segment(
     let mapping = file
         .map(length as usize)
         .map_err(|error| Error::io(&path, "mmap", error))?;
+    advise_for_reads(&mapping, durability);
     // How much was allocated is not recorded: the first append allocates from the start again
     // (a no-op for the part that is), and sealed segments take no appends.
     Ok(Segment::new(
@@ -263,7 +276,7 @@ pub(super) fn open(
             stale.push((*name).clone());
             continue;
         }
-        match open_segment(storage.as_ref(), name, *slot, slot_size) {
+        match open_segment(storage.as_ref(), name, *slot, slot_size, options.durability) {
             Ok(segment) => table.insert(Arc::new(segment)),
             // A crash between creating a segment file and allocating it leaves it short. One
             // that starts at or past the durable watermark cannot hold acknowledged records:
