@@ -30,6 +30,7 @@ mod store;
 mod sync;
 mod validate;
 mod write;
+mod zeroed_array;
 
 pub use batch::Batch;
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp, MICROS_PER_SECOND};

@@ -393,7 +393,10 @@ mod tests {
         // Strides that are no divisor of a step, so the asks fall anywhere in one.
         for end in (0..SEGMENT_BYTES).step_by(333_333) {
             let before = allocated(&segment);
-            assert!(end <= before, "the appends at {end} passed the allocated {before}");
+            assert!(
+                end <= before,
+                "the appends at {end} passed the allocated {before}"
+            );
             if segment.ensure_allocated(end).unwrap() {
                 asks += 1;
                 segment.prepare_ahead(end);
