@@ -86,11 +86,11 @@ pub(super) fn create_segment(
     prepare_for_appends(&mapping, durability);
     let segment = Segment::new(first_slot, slot_count, name, file, mapping);
     // A segment of several slots holds one record, written at once: all of it now. Otherwise
-    // the first step, so the appender that rolls over finds it ready.
+    // the lead, so the appender that rolls over finds it ready (the preparer faults it in:
+    // `Segment::prefault_next_step`).
     segment
         .allocate_to(if slot_count > 1 { length } else { 1 })
         .map_err(|error| Error::io(&path, "allocate", error))?;
-    segment.prefault_ahead(0);
     Ok(segment)
 }
 

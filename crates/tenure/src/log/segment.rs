@@ -172,6 +172,46 @@ impl Segment {
         }
     }
 
+    /// Does one step of `prefault_ahead(0)` for a segment made ahead of the tail, so that
+    /// the preparer can take requests between steps; returns whether steps remain.
+    pub fn prefault_next_step(&self) -> bool {
+        if self.slot_count != 1 {
+            return false;
+        }
+        let step = self.allocation_step_bytes;
+        let allocated_end = self.allocated_bytes.load(Ordering::Acquire) / 4096 * 4096;
+        let write_end = (WRITE_PREFAULT_LEAD_STEPS * step).min(allocated_end);
+        let written = self.prefaulted_for_writing_bytes.load(Ordering::Acquire);
+        if written < write_end {
+            let to = (written + step).min(write_end);
+            let from = self
+                .prefaulted_for_writing_bytes
+                .fetch_max(to, Ordering::AcqRel);
+            if from < to {
+                self.mapping
+                    .prefault_for_writing(from as usize, (to - from) as usize);
+            }
+            return true;
+        }
+        let read = self
+            .prefaulted_for_reading_bytes
+            .load(Ordering::Acquire)
+            .max(write_end);
+        if read < allocated_end {
+            let to = (read + step).min(allocated_end);
+            let from = self
+                .prefaulted_for_reading_bytes
+                .fetch_max(to, Ordering::AcqRel)
+                .max(write_end);
+            if from < to {
+                self.mapping
+                    .prefault_for_reading(from as usize, (to - from) as usize);
+            }
+            return true;
+        }
+        false
+    }
+
     /// Records that the first `bytes` of the segment have space allocated (known at open).
     pub fn assume_allocated(&self, bytes: u64) {
         assert!(bytes <= self.length());
@@ -423,6 +463,39 @@ mod tests {
         let segment = segment_file(&directory, "self");
         assert!(!segment.ensure_allocated((3 << 20) + 5).unwrap());
         assert_eq!(allocated(&segment), 10 << 20);
+    }
+
+    /// A segment made ahead is faulted in one step per call, through its allocated lead:
+    /// first the steps for writing, then the rest for reading; then there is nothing left.
+    #[test]
+    fn a_new_segment_is_faulted_in_a_step_at_a_time() {
+        let directory = tenure_testkit::TempDir::new("segment-steps");
+        let segment = segment_file(&directory, "steps");
+        segment.allocate_to(1).unwrap();
+        let allocated_end = allocated(&segment);
+        let step = segment.allocation_step_bytes;
+        let mut calls = 0;
+        while segment.prefault_next_step() {
+            calls += 1;
+            assert!(calls <= allocated_end / step, "{calls} steps");
+        }
+        assert_eq!(calls, allocated_end / step);
+        let load = |bytes: &AtomicU64| bytes.load(Ordering::Acquire);
+        assert_eq!(
+            load(&segment.prefaulted_for_writing_bytes),
+            WRITE_PREFAULT_LEAD_STEPS * step
+        );
+        assert_eq!(load(&segment.prefaulted_for_reading_bytes), allocated_end);
+        // The appends' own requests find nothing left to fault in below the lead.
+        segment.prefault_ahead(0);
+        assert_eq!(
+            load(&segment.prefaulted_for_writing_bytes),
+            WRITE_PREFAULT_LEAD_STEPS * step
+        );
+        // SAFETY: nothing writes the segment.
+        assert!(unsafe { segment.bytes_from(0) }
+            .iter()
+            .all(|byte| *byte == 0));
     }
 
     /// Faulting pages in, for writing or reading, ahead of written bytes or over them after a
