@@ -155,21 +155,13 @@ impl Segment {
             .min(allocated_end)
             / 4096
             * 4096;
-        let write_from = self
-            .prefaulted_for_writing_bytes
-            .fetch_max(write_end, Ordering::AcqRel);
-        if write_from < write_end {
-            self.mapping
-                .prefault_for_writing(write_from as usize, (write_end - write_from) as usize);
-        }
-        let read_from = self
-            .prefaulted_for_reading_bytes
-            .fetch_max(allocated_end, Ordering::AcqRel)
-            .max(write_end);
-        if read_from < allocated_end {
-            self.mapping
-                .prefault_for_reading(read_from as usize, (allocated_end - read_from) as usize);
-        }
+        self.fault_in_up_to(&self.prefaulted_for_writing_bytes, 0, write_end, true);
+        self.fault_in_up_to(
+            &self.prefaulted_for_reading_bytes,
+            write_end,
+            allocated_end,
+            false,
+        );
     }
 
     /// Does one step of `prefault_ahead(0)` for a segment made ahead of the tail, so that
@@ -184,13 +176,7 @@ impl Segment {
         let written = self.prefaulted_for_writing_bytes.load(Ordering::Acquire);
         if written < write_end {
             let to = (written + step).min(write_end);
-            let from = self
-                .prefaulted_for_writing_bytes
-                .fetch_max(to, Ordering::AcqRel);
-            if from < to {
-                self.mapping
-                    .prefault_for_writing(from as usize, (to - from) as usize);
-            }
+            self.fault_in_up_to(&self.prefaulted_for_writing_bytes, 0, to, true);
             return true;
         }
         let read = self
@@ -199,17 +185,24 @@ impl Segment {
             .max(write_end);
         if read < allocated_end {
             let to = (read + step).min(allocated_end);
-            let from = self
-                .prefaulted_for_reading_bytes
-                .fetch_max(to, Ordering::AcqRel)
-                .max(write_end);
-            if from < to {
-                self.mapping
-                    .prefault_for_reading(from as usize, (to - from) as usize);
-            }
+            self.fault_in_up_to(&self.prefaulted_for_reading_bytes, write_end, to, false);
             return true;
         }
         false
+    }
+
+    /// Advances `watermark` to `to` and faults in, for writing or for reading, the pages it
+    /// passed over, from no lower than `floor`.
+    fn fault_in_up_to(&self, watermark: &AtomicU64, floor: u64, to: u64, for_writing: bool) {
+        let from = watermark.fetch_max(to, Ordering::AcqRel).max(floor);
+        if from < to {
+            let (offset, length) = (from as usize, (to - from) as usize);
+            if for_writing {
+                self.mapping.prefault_for_writing(offset, length);
+            } else {
+                self.mapping.prefault_for_reading(offset, length);
+            }
+        }
     }
 
     /// Records that the first `bytes` of the segment have space allocated (known at open).
