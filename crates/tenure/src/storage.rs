@@ -158,15 +158,7 @@ impl Mapping {
     /// from 82,000 to 96,000/s (`group` probe, Linux 6.18). Kernels before 5.14 refuse the
     /// advice; that only costs speed.
     pub fn prefault_for_writing(&self, offset: usize, length: usize) {
-        assert!(offset % 4096 == 0 && offset + length <= self.length);
-        // SAFETY: advice on a page-aligned range inside a mapping this value owns.
-        unsafe {
-            libc::madvise(
-                self.pointer.add(offset).cast(),
-                length,
-                libc::MADV_POPULATE_WRITE,
-            );
-        }
+        self.advise_range(offset, length, libc::MADV_POPULATE_WRITE);
     }
 
     /// Brings the pages of `offset..offset + length` into the page cache and maps them for
@@ -179,14 +171,16 @@ impl Mapping {
     /// over 10 ms per 500,000 puts (Linux 6.18, ext4). Kernels before 5.14 refuse the
     /// advice; that only costs speed.
     pub fn prefault_for_reading(&self, offset: usize, length: usize) {
+        self.advise_range(offset, length, libc::MADV_POPULATE_READ);
+    }
+
+    /// `madvise` on `offset..offset + length`, which starts on a page; the result is ignored
+    /// (advice only).
+    fn advise_range(&self, offset: usize, length: usize, advice: libc::c_int) {
         assert!(offset % 4096 == 0 && offset + length <= self.length);
         // SAFETY: advice on a page-aligned range inside a mapping this value owns.
         unsafe {
-            libc::madvise(
-                self.pointer.add(offset).cast(),
-                length,
-                libc::MADV_POPULATE_READ,
-            );
+            libc::madvise(self.pointer.add(offset).cast(), length, advice);
         }
     }
 

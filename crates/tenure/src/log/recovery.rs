@@ -100,7 +100,7 @@ pub(super) fn create_segment(
 fn prepare_for_appends(mapping: &Mapping, durability: Durability) {
     match durability {
         Durability::Sync => mapping.advise_no_read_ahead(),
-        Durability::Buffered => advise_for_reads(mapping, durability),
+        Durability::Buffered => mapping.advise_huge_pages(),
     }
 }
 
