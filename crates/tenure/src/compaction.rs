@@ -528,9 +528,10 @@ impl BackgroundCompaction {
     ) -> Result<BackgroundCompaction> {
         let stop = Arc::new((parking_lot::Mutex::new(false), parking_lot::Condvar::new()));
         let thread_stop = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("tenure-compactor".into())
-            .spawn(move || {
+        let thread = crate::background::spawn(
+            "tenure-compactor",
+            crate::background::Priority::Lowest,
+            move || {
                 let mut sweep_cursor = Vec::new();
                 // The oldest sealed segment and how many were sealed when the last pass left
                 // it alone as mostly live: it is looked at again once more are sealed (more
@@ -578,8 +579,8 @@ impl BackgroundCompaction {
                         };
                     }
                 }
-            })
-            .map_err(|error| crate::error::Error::io("tenure-compactor", "spawn thread", error))?;
+            },
+        )?;
         Ok(BackgroundCompaction { stop, thread })
     }
 

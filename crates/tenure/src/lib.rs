@@ -4,6 +4,7 @@
 //! Start at [`Store::open`]. The behaviour contract is SPEC.md; the design is docs/design.md.
 
 mod arena;
+mod background;
 mod batch;
 mod catalog;
 mod clock;

@@ -26,6 +26,7 @@ use crossbeam_utils::Backoff;
 use parking_lot::{Condvar, Mutex};
 use portable_atomic::AtomicU128;
 
+use crate::background;
 use crate::error::{Error, Result};
 use crate::etag::Version;
 use crate::storage::{Storage, StorageFile};
@@ -224,20 +225,18 @@ impl Log {
             Durability::Buffered => {
                 let shared = Arc::clone(&shared);
                 let interval = options.buffered_flush_interval;
-                Some(
-                    std::thread::Builder::new()
-                        .name("tenure-flusher".into())
-                        .spawn(move || shared.background_flush(interval))
-                        .map_err(|error| Error::io("tenure-flusher", "spawn thread", error))?,
-                )
+                Some(background::spawn(
+                    "tenure-flusher",
+                    background::Priority::Normal,
+                    move || shared.background_flush(interval),
+                )?)
             }
         };
         let preparer = {
             let shared = Arc::clone(&shared);
-            std::thread::Builder::new()
-                .name("tenure-segments".into())
-                .spawn(move || shared.prepare_segments_ahead())
-                .map_err(|error| Error::io("tenure-segments", "spawn thread", error))?
+            background::spawn("tenure-segments", background::Priority::Lowest, move || {
+                shared.prepare_segments_ahead()
+            })?
         };
         Ok(Log {
             shared,
