@@ -203,13 +203,25 @@ pub struct Latencies(Vec<u64>);
 
 impl Latencies {
     /// Runs `op` for about `duration`, timing every call on its own.
-    pub fn measure(duration: Duration, mut op: impl FnMut(u64)) -> Latencies {
+    pub fn measure(duration: Duration, op: impl FnMut(u64)) -> Latencies {
+        Latencies::measure_prepared(duration, |done| done, op)
+    }
+
+    /// Like [`Latencies::measure`], with each call's arguments made by `prepare` before its
+    /// timing starts: the benchmark's own work (generating a 150 B value costs about 125 ns,
+    /// an eighth of tenure's compare-and-set) is no part of any engine's figure.
+    pub fn measure_prepared<A>(
+        duration: Duration,
+        mut prepare: impl FnMut(u64) -> A,
+        mut op: impl FnMut(A),
+    ) -> Latencies {
         let mut samples = Vec::with_capacity(1 << 16);
         let start = Instant::now();
         let mut done = 0u64;
         while done < 16 || start.elapsed() < duration {
+            let arguments = std::hint::black_box(prepare(done));
             let began = Instant::now();
-            op(done);
+            op(arguments);
             samples.push(began.elapsed().as_nanos() as u64);
             done += 1;
         }

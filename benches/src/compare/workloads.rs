@@ -212,16 +212,20 @@ fn kv(config: &ChildConfig, name: &str, directory: &Path) -> Result<Metrics> {
         }
     }
 
-    // Compare-and-set, uncontended: read the version, write with that condition.
+    // Compare-and-set, uncontended: read the version, write with that condition. The key and
+    // the new value are made before each call is timed.
     {
         let mut rng = Rng::new(seed ^ 11);
         let mut failed = None;
         let mut refused = 0u64;
         let mut generation = 1u64;
-        let latencies = Latencies::measure(config.measure, |_| {
+        let prepare = |_| {
             let index = rng.below(keys);
             generation += 1;
-            match engine.check_and_write(&key(index), &value(index, generation)) {
+            (key(index), value(index, generation))
+        };
+        let latencies = Latencies::measure_prepared(config.measure, prepare, |(key, value)| {
+            match engine.check_and_write(&key, &value) {
                 Ok(true) => {}
                 Ok(false) => refused += 1,
                 Err(error) => failed = Some(error),
