@@ -7,11 +7,13 @@
 //! fresh memory) or a compaction pass could keep a writer off its core for a whole run of
 //! theirs: on the 2-vCPU test machine a compare-and-set loop stalled 25 ms several times a
 //! second, its thread runnable and waiting, while the preparer ran on its core and the
-//! compactor on the other (`perf sched timehist`, docs/design.md §11 "Session 17"). Work that
-//! only keeps ahead of the callers runs at the lowest priority instead (nice 19, RocksDB's
-//! `CpuPriority::kLow` for its compaction pool): it still has every idle cycle, and a caller
-//! whose thread it would have pushed aside keeps its core. The flusher keeps the default:
-//! it bounds how much a `buffered` store can lose, so it must not wait behind busy callers.
+//! compactor on the other (`perf sched timehist`, docs/design.md §11 "Session 17"). Nice 19
+//! was not enough: each time the preparer woke from a folio lock it still preempted the
+//! writer (a quarter of a millisecond each, once 13.5 ms). Work that only keeps ahead of the
+//! callers runs under `SCHED_IDLE` instead (RocksDB's `CpuPriority::kIdle`): a waking thread
+//! of that class never preempts a caller's, and it runs on the cycles the callers leave. The
+//! flusher keeps the default: it bounds how much a `buffered` store can lose, so it must not
+//! wait behind busy callers.
 
 use std::thread::JoinHandle;
 
@@ -22,12 +24,13 @@ use crate::error::{Error, Result};
 pub(crate) enum Priority {
     /// The default: the work has a deadline of its own (the flusher's interval).
     Normal,
-    /// Nice 19: the work only keeps ahead of the callers, and a caller that outruns it waits
-    /// for it (an append that reaches the unallocated end, a log that grows until compacted).
+    /// `SCHED_IDLE` (nice 19 where that is refused): the work only keeps ahead of the
+    /// callers, and a caller that outruns it does the work itself or waits for it (an append
+    /// that reaches the unallocated end allocates, a log grows until compacted).
     Lowest,
 }
 
-/// Nice value of [`Priority::Lowest`]: the largest Linux allows.
+/// The nice value [`Priority::Lowest`] falls back to: the largest Linux allows.
 const LOWEST_NICE: libc::c_int = 19;
 
 /// Starts the background thread `name` at `priority`, running `body`.
@@ -45,30 +48,19 @@ pub(crate) fn spawn<T: Send + 'static>(
         .map_err(|error| Error::io(name, "spawn thread", error))
 }
 
-/// The priority of the calling thread, as a nice value (0 at the default).
-#[cfg(test)]
-pub(crate) fn nice_of_this_thread() -> libc::c_int {
-    // SAFETY: getpriority reads the calling thread's nice value (`who` 0 is the caller; on
-    // Linux the "process" priority is per thread). It can return -1 as a value, which is a
-    // nice value too, so errno is cleared first and read after.
-    unsafe {
-        *libc::__errno_location() = 0;
-        let nice = libc::getpriority(libc::PRIO_PROCESS, 0);
-        assert_eq!(*libc::__errno_location(), 0, "getpriority failed");
-        nice
-    }
-}
-
 fn set_priority_of_this_thread(priority: Priority) {
-    let nice = match priority {
-        Priority::Normal => return,
-        Priority::Lowest => LOWEST_NICE,
-    };
-    // SAFETY: setpriority with `who` 0 changes only the calling thread (Linux keeps nice per
-    // thread). Raising nice needs no privilege; if it fails anyway the thread runs at the
-    // default, which is correct, only less kind to the callers, so the result is ignored.
+    if priority == Priority::Normal {
+        return;
+    }
+    let parameters = libc::sched_param { sched_priority: 0 };
+    // SAFETY: with pid 0, sched_setscheduler and setpriority change only the calling thread
+    // (Linux keeps both per thread); `parameters` outlives the call. Moving to SCHED_IDLE or
+    // raising nice needs no privilege. Should both fail, the thread runs at the default,
+    // which is correct, only less kind to the callers, so the results are not errors.
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &parameters) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, 0, LOWEST_NICE);
+        }
     }
 }
 
@@ -76,27 +68,44 @@ fn set_priority_of_this_thread(priority: Priority) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_lowest_priority_thread_runs_at_nice_19_and_a_normal_one_at_the_callers() {
-        let callers = nice_of_this_thread();
-        let lowest = spawn("tenure-test-lowest", Priority::Lowest, nice_of_this_thread)
-            .unwrap()
-            .join()
-            .unwrap();
-        let normal = spawn("tenure-test-normal", Priority::Normal, nice_of_this_thread)
-            .unwrap()
-            .join()
-            .unwrap();
-        assert_eq!(lowest, LOWEST_NICE);
-        assert_eq!(normal, callers);
-        // The caller's own priority is untouched.
-        assert_eq!(nice_of_this_thread(), callers);
+    /// The calling thread's scheduling policy.
+    fn policy_of_this_thread() -> libc::c_int {
+        // SAFETY: reads the calling thread's policy (pid 0).
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        assert!(policy >= 0, "sched_getscheduler failed");
+        policy
     }
 
-    /// The nice value of each of this process's threads named `name` (Linux: field 19 of
-    /// `/proc/self/task/<tid>/stat`, counted after the command name's closing parenthesis).
-    fn nice_of_threads_named(name: &str) -> Vec<i64> {
-        let mut nices = Vec::new();
+    #[test]
+    fn a_lowest_priority_thread_runs_under_sched_idle_and_a_normal_one_as_the_caller() {
+        let callers = policy_of_this_thread();
+        let lowest = spawn(
+            "tenure-test-lowest",
+            Priority::Lowest,
+            policy_of_this_thread,
+        )
+        .unwrap()
+        .join()
+        .unwrap();
+        let normal = spawn(
+            "tenure-test-normal",
+            Priority::Normal,
+            policy_of_this_thread,
+        )
+        .unwrap()
+        .join()
+        .unwrap();
+        assert_eq!(lowest, libc::SCHED_IDLE);
+        assert_eq!(normal, callers);
+        // The caller's own policy is untouched.
+        assert_eq!(policy_of_this_thread(), callers);
+    }
+
+    /// The scheduling policy of each of this process's threads named `name` (Linux: field 41
+    /// of `/proc/self/task/<tid>/stat`, counted after the command name's closing
+    /// parenthesis, which the name itself may contain).
+    fn policy_of_threads_named(name: &str) -> Vec<libc::c_int> {
+        let mut policies = Vec::new();
         for task in std::fs::read_dir("/proc/self/task").unwrap() {
             let path = task.unwrap().path();
             let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
@@ -109,15 +118,15 @@ mod tests {
                 continue;
             };
             let after_name = &stat[stat.rfind(')').unwrap() + 2..];
-            // Fields from the state (field 3) on; nice is field 19.
-            let nice = after_name.split(' ').nth(19 - 3).unwrap();
-            nices.push(nice.parse().unwrap());
+            // Fields from the state (field 3) on.
+            let policy = after_name.split(' ').nth(41 - 3).unwrap();
+            policies.push(policy.parse().unwrap());
         }
-        nices
+        policies
     }
 
     #[test]
-    fn a_buffered_stores_preparer_and_compactor_run_at_the_lowest_priority_and_its_flusher_not() {
+    fn a_buffered_stores_preparer_and_compactor_run_under_sched_idle_and_its_flusher_not() {
         let directory = std::env::temp_dir().join(format!(
             "tenure-background-priorities-{}",
             std::process::id()
@@ -128,27 +137,27 @@ mod tests {
             ..crate::StoreOptions::default()
         };
         let store = crate::Store::open(&directory, options).unwrap();
-        let callers = i64::from(nice_of_this_thread());
+        let callers = policy_of_this_thread();
         // A thread sets its priority as it starts: wait (bounded) until each has.
         let expected = [
-            ("tenure-segments", i64::from(LOWEST_NICE)),
+            ("tenure-segments", libc::SCHED_IDLE),
             // `comm` keeps 15 bytes of a name: "tenure-compactor" shows as this.
-            ("tenure-compacto", i64::from(LOWEST_NICE)),
+            ("tenure-compacto", libc::SCHED_IDLE),
             ("tenure-flusher", callers),
         ];
-        for (name, nice) in expected {
+        for (name, policy) in expected {
             let mut seen = Vec::new();
             for _ in 0..1000 {
-                seen = nice_of_threads_named(name);
-                if !seen.is_empty() && seen.iter().all(|&found| found == nice) {
+                seen = policy_of_threads_named(name);
+                if !seen.is_empty() && seen.iter().all(|&found| found == policy) {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             assert!(!seen.is_empty(), "no thread named {name}");
             assert!(
-                seen.iter().all(|&found| found == nice),
-                "{name} runs at nice {seen:?}, not {nice}"
+                seen.iter().all(|&found| found == policy),
+                "{name} runs under policy {seen:?}, not {policy}"
             );
         }
         store.close().unwrap();
