@@ -218,12 +218,13 @@ impl Snapshot<'_> {
     }
 }
 
-/// An item read through a snapshot with its value borrowed from the log's mapping.
+/// An item with its value borrowed from the log's mapping: from [`Snapshot::get_borrowed`],
+/// for as long as the snapshot lives, or lent to the closure of `Store::get_with`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BorrowedItem<'snapshot> {
+pub struct BorrowedItem<'map> {
     /// Properties, ETag, version, times (`item.value` is `None`).
     pub item: Item,
-    pub value: &'snapshot [u8],
+    pub value: &'map [u8],
 }
 
 impl Drop for Snapshot<'_> {

@@ -15,8 +15,8 @@ use crate::codec::{self, DecodedRecord};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::{
-    coordination_box, index_key, view, Index, ItemSlot, NewVersion, PlainEntries, Properties,
-    ValueLocation, VersionNode, VersionRef, COMMITTED,
+    coordination_box, index_key, view, Index, IndexKey, ItemSlot, NewVersion, PlainEntries,
+    Properties, ValueLocation, VersionNode, VersionRef, COMMITTED,
 };
 use crate::log::{record::HEADER_BYTES, Log, LogOptions};
 use crate::options::{
@@ -27,6 +27,7 @@ use crate::plain;
 use crate::point_index::HintCell;
 use crate::rules::conditions::{self, ItemFacts};
 use crate::rules::lease::{self, ContainerOperation};
+use crate::snapshot::BorrowedItem;
 use crate::storage::{FileStorage, Storage};
 use crate::validate;
 
@@ -381,6 +382,64 @@ impl StoreShared {
         value_read: ValueRead,
         repeatable: bool,
     ) -> Result<(Item, Option<ValueLocation>)> {
+        let key_bytes = self.read_index_key(container, key, options, version)?;
+        retrying_plain_read(repeatable, || {
+            let guard = crossbeam_epoch::pin();
+            self.read_pinned(
+                version, time, &key_bytes, key, options, value_read, repeatable, &guard,
+            )
+        })
+    }
+
+    /// Reads the newest version of an item and lends it to `read`, its value borrowed from
+    /// the log's mapping: no copy of the value, nor a snapshot to take (`Snapshot::get_borrowed`
+    /// borrows for as long as a snapshot lives). The borrow lasts for the call: until `read`
+    /// returns, the epoch stays pinned, so compaction can take the segment out of the log but
+    /// not unmap it, and a complete record is never written again. Keep `read` short, as a
+    /// pinned thread holds back the reclamation of everything retired meanwhile.
+    pub fn get_with<R>(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+        read: impl FnOnce(BorrowedItem<'_>) -> R,
+    ) -> Result<R> {
+        self.check_open()?;
+        let guard = crossbeam_epoch::pin();
+        let version = self.version();
+        let time = ReadTime::from_clock(self.clock.as_ref());
+        let key_bytes = self.read_index_key(container, key, options, version)?;
+        // One guard for every attempt: what the first found stays mapped, and a retry after
+        // a compaction race finds the copy, which was installed before its segment went.
+        let borrowed = retrying_plain_read(false, || {
+            let (item, location) = self.read_pinned(
+                version,
+                &time,
+                &key_bytes,
+                key,
+                options,
+                ValueRead::Borrow,
+                false,
+                &guard,
+            )?;
+            let value = match location {
+                Some(location) => self.value_bytes(location, &guard)?,
+                None => &[],
+            };
+            Ok(BorrowedItem { item, value })
+        })?;
+        Ok(read(borrowed))
+    }
+
+    /// A read's arguments checked (SPEC §13), and the index key of `key` in the incarnation
+    /// of `container` visible at `version`.
+    fn read_index_key(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+        version: Version,
+    ) -> Result<IndexKey> {
         validate::container_name(container)?;
         validate::key(key, &self.limits)?;
         conditions::validate_read(&options.conditions)?;
@@ -388,30 +447,7 @@ impl StoreShared {
             .catalog
             .visible_id(container, version)
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
-        let key_bytes = index_key(container_id, key);
-        // Compaction drops a segment from the log's table at once (only the file waits for
-        // the epoch), so a plain read that found a version just before compaction swapped in
-        // its copy, and was then descheduled past the removal, finds the segment gone. It
-        // reads again, pinned anew, and finds the copy. Not observed in a test — a guard for a
-        // narrow window; deferring the table removal through the epoch would close it at the
-        // source. A real corruption fails every attempt and is reported.
-        const PLAIN_READ_ATTEMPTS: usize = 3;
-        let mut attempt = 1;
-        loop {
-            let result = self.read_pinned(
-                version, time, &key_bytes, key, options, value_read, repeatable,
-            );
-            match result {
-                Err(error)
-                    if error.code() == ErrorCode::Corruption
-                        && !repeatable
-                        && attempt < PLAIN_READ_ATTEMPTS =>
-                {
-                    attempt += 1;
-                }
-                result => return result,
-            }
-        }
+        Ok(index_key(container_id, key))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -424,8 +460,8 @@ impl StoreShared {
         options: &ReadOptions,
         value_read: ValueRead,
         repeatable: bool,
+        guard: &Guard,
     ) -> Result<(Item, Option<ValueLocation>)> {
-        let guard = crossbeam_epoch::pin();
         // A plain read re-reads the version once pinned: a segment removed before the pin was
         // compacted at a version no newer than this one, so nothing found points into it.
         let version = if repeatable {
@@ -443,13 +479,11 @@ impl StoreShared {
                 ValueRead::Skip => 2,
                 ValueRead::Borrow | ValueRead::Copy => PREFETCHED_VALUE_LINES + 1,
             };
-            self.log.prefetch(offset.saturating_sub(64), lines, &guard);
+            self.log.prefetch(offset.saturating_sub(64), lines, guard);
         };
-        let slot = self
-            .index
-            .get_prefetching(key_bytes, &guard, prefetch_value);
+        let slot = self.index.get_prefetching(key_bytes, guard, prefetch_value);
         let node = match slot.as_deref() {
-            Some(slot) => self.resolve(slot, version, repeatable, &guard)?,
+            Some(slot) => self.resolve(slot, version, repeatable, guard)?,
             None => None,
         }
         .filter(|node| node.is_live_for(time));
@@ -471,7 +505,7 @@ impl StoreShared {
         )
         .map_err(|error| crate::rules::with_current_etag(error, Some(facts.etag)))?;
         conditions::check_read(&options.conditions, Some(&facts))?;
-        let item = self.item_from(key, &node, value_read == ValueRead::Copy, &guard)?;
+        let item = self.item_from(key, &node, value_read == ValueRead::Copy, guard)?;
         Ok((item, node.value()))
     }
 
@@ -651,6 +685,32 @@ impl StoreShared {
             items,
             continuation,
         })
+    }
+}
+
+/// Runs a plain read `attempt`, again after a `Corruption` error, up to three times in all.
+///
+/// Compaction drops a segment from the log's table at once (only the file waits for the
+/// epoch), so a plain read that found a version just before compaction swapped in its copy,
+/// and was then descheduled past the removal, finds the segment gone. It reads again and
+/// finds the copy. Not observed in a test — a guard for a narrow window; deferring the table
+/// removal through the epoch would close it at the source. A real corruption fails every
+/// attempt and is reported. A snapshot's read (`repeatable`) is not retried: compaction
+/// removes no segment while a snapshot is open.
+fn retrying_plain_read<T>(repeatable: bool, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+    const PLAIN_READ_ATTEMPTS: usize = 3;
+    let mut attempts = 1;
+    loop {
+        match attempt() {
+            Err(error)
+                if error.code() == ErrorCode::Corruption
+                    && !repeatable
+                    && attempts < PLAIN_READ_ATTEMPTS =>
+            {
+                attempts += 1;
+            }
+            result => return result,
+        }
     }
 }
 
