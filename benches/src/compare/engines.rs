@@ -210,12 +210,15 @@ impl Engine for Tenure {
         Ok(Box::new(TenureReader { store: &self.store }))
     }
 
+    /// The item is read as the peers read theirs, its value borrowed from the map
+    /// (`get_with`), and its ETag is the condition.
     fn check_and_write(&self, key: &Key, value: &Value) -> Result<bool> {
-        let item = self
-            .store
-            .get(CONTAINER, key, &tenure::ReadOptions::default())?;
-        let options =
-            tenure::WriteOptions::with_conditions(tenure::Conditions::if_match(item.etag));
+        let etag =
+            self.store
+                .get_with(CONTAINER, key, &tenure::ReadOptions::default(), |item| {
+                    item.item.etag
+                })?;
+        let options = tenure::WriteOptions::with_conditions(tenure::Conditions::if_match(etag));
         match self.store.put(CONTAINER, key, value, &options) {
             Ok(_) => Ok(true),
             Err(error) if error.code() == tenure::ErrorCode::ConditionNotMet => Ok(false),
@@ -292,11 +295,13 @@ struct TenureReader<'a> {
 }
 
 impl Reader for TenureReader<'_> {
+    /// The value borrowed from the map (`get_with`), as LMDB and redb lend their pages.
     fn get(&mut self, key: &Key) -> Result<u64> {
-        let item = self
+        Ok(self
             .store
-            .get(CONTAINER, key, &tenure::ReadOptions::default())?;
-        Ok(fold(item.value.as_deref().ok_or_else(missing)?))
+            .get_with(CONTAINER, key, &tenure::ReadOptions::default(), |item| {
+                fold(item.value)
+            })?)
     }
 
     /// A snapshot (tenure's read transaction), then `Snapshot::scan` from `start`: key and
@@ -313,21 +318,14 @@ impl Reader for TenureReader<'_> {
         Ok(total)
     }
 
-    /// Whole values (the blob rows) are read as the peers read them, borrowed in a read
-    /// snapshot (`snapshot()` + `get_borrowed`); a copy of a 1 MiB value costs ~65 µs more.
-    /// Small values through `get`, which copies 150 B for less than a snapshot costs.
+    /// Values are read as the peers read them, borrowed from the map (`get_with`, no
+    /// snapshot): a copy of a 1 MiB value costs ~65 µs more.
     fn lookup(&mut self, key: &[u8], whole: bool) -> Result<Option<u64>> {
-        let options = tenure::ReadOptions::default();
-        let result = if whole {
-            let snapshot = self.store.snapshot()?;
-            snapshot
-                .get_borrowed(CONTAINER, key, &options)
-                .map(|item| fold_value(item.value, whole))
-        } else {
-            self.store
-                .get(CONTAINER, key, &options)
-                .map(|item| fold_value(item.value.as_deref().unwrap_or(&[]), whole))
-        };
+        let result = self
+            .store
+            .get_with(CONTAINER, key, &tenure::ReadOptions::default(), |item| {
+                fold_value(item.value, whole)
+            });
         match result {
             Ok(fold) => Ok(Some(fold)),
             Err(error) if error.code() == tenure::ErrorCode::NotFound => Ok(None),
