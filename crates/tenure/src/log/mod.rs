@@ -74,6 +74,13 @@ pub const MAXIMUM_SEGMENT_SIZE_BYTES: u64 = 1 << 40;
 pub const MAXIMUM_PAYLOAD_BYTES: u64 = (64 << 20) + (1 << 20);
 /// One version in this many is indexed for the change feed.
 pub(crate) const VERSION_INDEX_STRIDE: u64 = 256;
+/// How far past the tail, at most, the preparer faults the log in while it has nothing else
+/// to do (`LogShared::fault_in_ahead_step`): clean page cache, holding zeros, that the kernel can
+/// reclaim; mapped, it counts in the process's resident file pages. A burst of appends runs
+/// this far before it can meet a page still to be zero-filled, which on a VM whose memory
+/// the host backs at first touch took 24 ms per 2 MiB, twice what 200 B puts take to fill
+/// it (docs/design.md §11 "Session 17").
+const FAULT_IN_LEAD_BYTES: u64 = 64 << 20;
 /// How many versions may be in flight (reserved, not yet complete) at once.
 const COMPLETION_SLOTS: u64 = 4096;
 
@@ -108,6 +115,9 @@ pub(crate) struct LogShared {
     durability: Durability,
     /// `(next version to hand out, tail offset)`.
     reservation: AtomicU128,
+    /// The tail when the log was opened: what was appended since sizes the preparer's
+    /// fault-in lead (`fault_in_ahead_step`).
+    tail_at_open: u64,
     /// Which versions are complete (`completion.rs`).
     completion: CompletionTracker,
     /// Readers see versions ≤ this in `sync` mode: durable. (`buffered` mode reads the
@@ -736,20 +746,23 @@ impl LogShared {
     }
 
     fn prepare_segments_ahead(&self) {
-        // A segment made ahead whose first steps are not faulted in yet. It is faulted in a
-        // step at a time, between requests: the appends reach it only after half a slot, while
-        // an allocation request for the segment they are in is due within milliseconds. Done
-        // at once on creation, its zero-filling (6 MiB, 20 ms and more on this VM's fresh
-        // memory) held up those requests until the appender overtook the pages faulted in
-        // and ran read-ahead itself, a put of 10–25 ms at every segment.
-        let mut unfaulted: Option<Arc<Segment>> = None;
+        // Between requests the preparer faults in the log ahead of the tail a step at a time
+        // (`fault_in_ahead_step`), until `FAULT_IN_LEAD_BYTES` past it are; a request, which
+        // the tail's progress brings, sets it going again. A step at a time, because a step
+        // can take tens of ms (zero-filling fresh memory), while an allocation request for
+        // the segment the appends are in is due within milliseconds. Done at once, a new
+        // segment's zero-filling held up those requests until the appender overtook the
+        // pages faulted in and ran read-ahead itself: a put of 10–25 ms at every segment.
+        // Nothing is faulted in before the first request: a store opened to be read appends
+        // nothing.
+        let mut faulting_in = false;
         loop {
             let work = {
                 let mut request = self.preparer_request.lock();
                 while !request.stop
                     && request.segment_slot.is_none()
                     && request.allocation.is_none()
-                    && unfaulted.is_none()
+                    && !faulting_in
                 {
                     self.preparer_wake.wait(&mut request);
                 }
@@ -760,17 +773,47 @@ impl LogShared {
             }
             if let Some((segment, end)) = work.allocation {
                 segment.prepare_ahead(end);
+                faulting_in = true;
             }
             if let Some(slot) = work.segment_slot {
-                unfaulted = self.prepare_segment_ahead(slot).or(unfaulted);
+                self.prepare_segment_ahead(slot);
+                faulting_in = true;
                 continue;
             }
-            if let Some(segment) = &unfaulted {
-                if !segment.prefault_next_step() {
-                    unfaulted = None;
-                }
+            if faulting_in {
+                faulting_in = self.fault_in_ahead_step();
             }
         }
+    }
+
+    /// One step of faulting in the log ahead of the tail (`Segment::fault_in_next_step`): in
+    /// the tail's segment, then in the one made ahead of it, as far past the tail as has
+    /// been appended since the log was opened, up to `FAULT_IN_LEAD_BYTES`. Returns whether
+    /// it did a step (more may remain).
+    fn fault_in_ahead_step(&self) -> bool {
+        let tail = unpack(self.reservation.load(Ordering::Acquire)).1;
+        // A store that has appended little needs little faulted in: many small stores must
+        // not each zero-fill a whole lead.
+        let lead = tail
+            .saturating_sub(self.tail_at_open)
+            .min(FAULT_IN_LEAD_BYTES);
+        let limit = tail + lead;
+        let tail_slot = tail / self.slot_size;
+        for slot in tail_slot..=tail_slot + 1 {
+            // Owned, not borrowed under a guard: a step can take long, and a pinned thread
+            // would hold back the removal of compacted segments meanwhile.
+            let Some(segment) = self.segments.get_owned(slot) else {
+                break;
+            };
+            let start = segment.first_slot * self.slot_size;
+            if start >= limit {
+                break;
+            }
+            if segment.fault_in_next_step(tail.saturating_sub(start), limit - start) {
+                return true;
+            }
+        }
+        false
     }
 
     pub(crate) fn index_version(&self, version: Version, offset: u64) {
@@ -887,17 +930,17 @@ impl LogShared {
     /// first slot (seen as "only the oldest of several segments can be removed" in a test with
     /// 64 KiB segments and fast lease actions). So, under the creation lock, it creates the
     /// segment only while the tail has not reached it.
-    /// Creates the segment of `slot` unless the tail is past it or it exists; returns it
-    /// if made, for the preparer to fault in (`Segment::prefault_next_step`).
-    fn prepare_segment_ahead(&self, slot: u64) -> Option<Arc<Segment>> {
+    /// Creates the segment of `slot` unless the tail is past it or it exists (the preparer
+    /// then faults it in: `fault_in_ahead_step`).
+    fn prepare_segment_ahead(&self, slot: u64) {
         let _creating = self.segment_creation.lock();
         let tail = unpack(self.reservation.load(Ordering::Acquire)).1;
         if slot * self.slot_size < tail || self.segments.get_owned(slot).is_some() {
-            return None;
+            return;
         }
         // A failure here is not the preparer's to report: the appender that needs the
         // segment creates it itself and meets the error.
-        self.create_segment_locked(slot, 1).ok()
+        let _ = self.create_segment_locked(slot, 1);
     }
 
     /// Creates and maps the segment; the caller holds `segment_creation`.

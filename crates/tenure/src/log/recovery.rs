@@ -87,7 +87,7 @@ pub(super) fn create_segment(
     let segment = Segment::new(first_slot, slot_count, name, file, mapping);
     // A segment of several slots holds one record, written at once: all of it now. Otherwise
     // the lead, so the appender that rolls over finds it ready (the preparer faults it in:
-    // `Segment::prefault_next_step`).
+    // `Segment::fault_in_next_step`).
     segment
         .allocate_to(if slot_count > 1 { length } else { 1 })
         .map_err(|error| Error::io(&path, "allocate", error))?;
@@ -370,6 +370,7 @@ pub(super) fn open(
         generation: superblock.generation as u32,
         durability: options.durability,
         reservation: AtomicU128::new(pack(scan.next_version, scan.tail)),
+        tail_at_open: scan.tail,
         completion: CompletionTracker::new(COMPLETION_SLOTS, last_version, scan.tail),
         visible: AtomicU64::new(last_version),
         segments: table,
