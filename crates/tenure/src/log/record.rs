@@ -61,14 +61,32 @@ fn checksum(header_tail: &[u8], payload: &[u8]) -> u32 {
 /// Writes the header for `payload` into `header`.
 pub fn encode_header(header: &mut [u8; HEADER_BYTES], fields: RecordHeader, payload: &[u8]) {
     assert_eq!(fields.payload_length as usize, payload.len());
+    write_fields(header, fields);
+    let crc = checksum(&header[4..HEADER_BYTES], payload);
+    header[0..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Writes the header of the record `record` (its header's bytes, then its payload) in place:
+/// the bytes `encode_header` makes, the checksum taken in one pass over the contiguous
+/// fields and payload (the same CRC: it streams). Why: an append's record lies in the mapping
+/// whole, and one pass over 200 B cost about 60 instructions fewer than a pass over the 20
+/// header bytes and another over the payload.
+pub fn encode_header_in_place(record: &mut [u8], fields: RecordHeader) {
+    assert_eq!(record.len(), HEADER_BYTES + fields.payload_length as usize);
+    let header: &mut [u8; HEADER_BYTES] = (&mut record[..HEADER_BYTES]).try_into().unwrap();
+    write_fields(header, fields);
+    let crc = crc32fast::hash(&record[4..]);
+    record[0..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Every header byte but the checksum's.
+fn write_fields(header: &mut [u8; HEADER_BYTES], fields: RecordHeader) {
     header[4..8].copy_from_slice(&fields.payload_length.to_le_bytes());
     header[8..16].copy_from_slice(&fields.version.to_le_bytes());
     header[16..20].copy_from_slice(&fields.generation.to_le_bytes());
     header[20] = fields.kind as u8;
     header[21] = RECORD_FORMAT;
     header[22..24].copy_from_slice(&0u16.to_le_bytes());
-    let crc = checksum(&header[4..HEADER_BYTES], payload);
-    header[0..4].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Like [`decode`] without the checksum: for records this process wrote or the recovery scan
@@ -167,6 +185,24 @@ mod tests {
             assert_eq!(decoded, &payload[..]);
             assert_eq!(header.version, 42);
             assert_eq!(header.generation, 3);
+        }
+    }
+
+    #[test]
+    fn a_header_written_in_place_is_the_header_encode_header_writes() {
+        for length in [0usize, 1, 20, 150, 200, 4096] {
+            let payload: Vec<u8> = (0..length).map(|i| (i * 7) as u8).collect();
+            let expected = encoded(&payload, 99);
+            let mut record = vec![0xAAu8; HEADER_BYTES + length];
+            record[HEADER_BYTES..].copy_from_slice(&payload);
+            let fields = RecordHeader {
+                payload_length: length as u32,
+                version: 99,
+                generation: 3,
+                kind: RecordKind::Data,
+            };
+            encode_header_in_place(&mut record, fields);
+            assert_eq!(record[..], expected[..HEADER_BYTES + length], "{length} B");
         }
     }
 
