@@ -89,17 +89,76 @@ pub struct ItemWrite<'a> {
     pub expired: bool,
 }
 
-fn put_u16(out: &mut Vec<u8>, value: u16) {
+/// Where an encoder writes: a growing buffer, or a payload of known size in place
+/// ([`PayloadWriter`]: an item write's record encoded straight into the log's mapping).
+pub trait Sink {
+    fn extend_from_slice(&mut self, bytes: &[u8]);
+    fn push(&mut self, byte: u8);
+    /// Bytes written so far.
+    fn written_bytes(&self) -> usize;
+}
+
+impl Sink for Vec<u8> {
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        Vec::extend_from_slice(self, bytes);
+    }
+    fn push(&mut self, byte: u8) {
+        Vec::push(self, byte);
+    }
+    fn written_bytes(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Writes a payload into `bytes`, which it must fill exactly (sized beforehand, as by
+/// [`item_write_size`]): a write past the end panics, and [`PayloadWriter::finish`] checks
+/// that nothing is left.
+pub struct PayloadWriter<'a> {
+    bytes: &'a mut [u8],
+    written: usize,
+}
+
+impl<'a> PayloadWriter<'a> {
+    pub fn new(bytes: &'a mut [u8]) -> PayloadWriter<'a> {
+        PayloadWriter { bytes, written: 0 }
+    }
+
+    /// The payload, asserted whole.
+    pub fn finish(self) -> &'a mut [u8] {
+        assert_eq!(
+            self.written,
+            self.bytes.len(),
+            "the payload's size was counted wrong"
+        );
+        self.bytes
+    }
+}
+
+impl Sink for PayloadWriter<'_> {
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.bytes[self.written..self.written + bytes.len()].copy_from_slice(bytes);
+        self.written += bytes.len();
+    }
+    fn push(&mut self, byte: u8) {
+        self.bytes[self.written] = byte;
+        self.written += 1;
+    }
+    fn written_bytes(&self) -> usize {
+        self.written
+    }
+}
+
+fn put_u16(out: &mut impl Sink, value: u16) {
     out.extend_from_slice(&value.to_le_bytes());
 }
-fn put_u32(out: &mut Vec<u8>, value: u32) {
+fn put_u32(out: &mut impl Sink, value: u32) {
     out.extend_from_slice(&value.to_le_bytes());
 }
-fn put_u64(out: &mut Vec<u8>, value: u64) {
+fn put_u64(out: &mut impl Sink, value: u64) {
     out.extend_from_slice(&value.to_le_bytes());
 }
 
-fn put_metadata(out: &mut Vec<u8>, metadata: &[(String, String)]) {
+fn put_metadata(out: &mut impl Sink, metadata: &[(String, String)]) {
     put_u32(out, metadata.len() as u32);
     for (name, value) in metadata {
         put_u32(out, name.len() as u32);
@@ -143,7 +202,7 @@ fn coordination_size(coordination: Option<&Coordination>) -> usize {
     }) + lock.map_or(0, |_| 16 + 8 + 1)
 }
 
-fn encode_lease(out: &mut Vec<u8>, lease: &LeaseRecord) {
+fn encode_lease(out: &mut impl Sink, lease: &LeaseRecord) {
     out.extend_from_slice(&lease.id.0.to_le_bytes());
     put_u32(
         out,
@@ -169,7 +228,7 @@ fn encode_lease(out: &mut Vec<u8>, lease: &LeaseRecord) {
 }
 
 /// flags (bit 0 lease, bit 1 lock), then the lease, then the lock.
-pub fn encode_coordination(out: &mut Vec<u8>, coordination: Option<&Coordination>) {
+pub fn encode_coordination(out: &mut impl Sink, coordination: Option<&Coordination>) {
     let lease = coordination.and_then(|coordination| coordination.lease.as_ref());
     let lock = coordination.and_then(|coordination| coordination.lock.as_ref());
     out.push(u8::from(lease.is_some()) | (u8::from(lock.is_some()) << 1));
@@ -222,7 +281,7 @@ pub fn encode_container_lease(container_id: u64, lease: Option<&LeaseRecord>) ->
 }
 
 /// Appends the item write; returns the offset of the value within `out`.
-pub fn encode_item_write(out: &mut Vec<u8>, write: &ItemWrite<'_>) -> usize {
+pub fn encode_item_write(out: &mut impl Sink, write: &ItemWrite<'_>) -> usize {
     put_u64(out, write.container_id);
     put_u32(out, write.key.len() as u32);
     out.extend_from_slice(write.key);
@@ -246,7 +305,7 @@ pub fn encode_item_write(out: &mut Vec<u8>, write: &ItemWrite<'_>) -> usize {
     encode_coordination(out, write.coordination);
     let value = write.value.unwrap_or(&[]);
     put_u32(out, value.len() as u32);
-    let value_offset = out.len();
+    let value_offset = out.written_bytes();
     out.extend_from_slice(value);
     value_offset
 }

@@ -11,8 +11,8 @@ use crate::codec::{self, ItemWrite};
 use crate::error::{Error, ErrorCode, Result};
 use crate::etag::{ETag, Version};
 use crate::index::{
-    coordination_box, index_key, node_of, view, ItemSlot, NewVersion, Properties, ValueLocation,
-    VersionNode, COMMITTED,
+    coordination_box, index_key, node_of, view, ItemSlot, NewVersion, ValueLocation, VersionNode,
+    COMMITTED,
 };
 use crate::log::record::HEADER_BYTES;
 use crate::log::Durability;
@@ -317,15 +317,16 @@ impl StoreShared {
                 Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
             };
             // 6. the change, atomically with the checks: the CAS expects `head`.
-            let (value, properties): (Option<&[u8]>, Properties) = match change {
+            // Properties are borrowed (from the options, or the current version under
+            // `guard`): only a version node, which few writes need, owns a copy.
+            let (value, content_type, metadata): (Option<&[u8]>, Option<&str>, &[_]) = match change
+            {
                 Change::Value(value) => (
                     Some(value),
-                    Properties {
-                        content_type: options.content_type.clone(),
-                        metadata: options.metadata.clone(),
-                    },
+                    options.content_type.as_deref(),
+                    &options.metadata,
                 ),
-                Change::Delete => (None, Properties::default()),
+                Change::Delete => (None, None, &[]),
                 Change::Properties | Change::Metadata => {
                     let node = current.expect("existence was checked");
                     // Borrowed from the log under `guard`, which outlives this write.
@@ -344,16 +345,10 @@ impl StoreShared {
                     let content_type = match change {
                         Change::Metadata => node
                             .properties()
-                            .and_then(|properties| properties.content_type.clone()),
-                        _ => options.content_type.clone(),
+                            .and_then(|properties| properties.content_type.as_deref()),
+                        _ => options.content_type.as_deref(),
                     };
-                    (
-                        Some(value),
-                        Properties {
-                            content_type,
-                            metadata: options.metadata.clone(),
-                        },
-                    )
+                    (Some(value), content_type, &options.metadata)
                 }
             };
             let expires_at = value
@@ -365,24 +360,25 @@ impl StoreShared {
                 value,
                 last_modified: now,
                 expires_at,
-                content_type: properties.content_type.as_deref(),
-                metadata: &properties.metadata,
+                content_type,
+                metadata,
                 etag_version: 0,
                 created: current.is_none() && value.is_some(),
                 expired: false,
                 coordination: Some(&coordination),
             };
-            let (reservation, value_offset) = codec::with_record_scratch(|payload| {
-                payload.reserve(1 + codec::item_write_size(&write));
-                payload.push(codec::OP_ITEM_WRITE);
-                let value_offset = codec::encode_item_write(payload, &write);
-                let mut reservation = self.log.reserve(payload.len())?;
-                // The entry says its own version, so a plain head can name it (`plain.rs`).
-                plain::patch_version(payload, value_offset, &write, reservation.version());
-                reservation.write_payload(payload)?;
-                Ok::<_, Error>((reservation, value_offset))
-            })?;
+            let mut reservation = self.log.reserve(1 + codec::item_write_size(&write))?;
             let version = reservation.version();
+            // Encoded in place, into the mapping in a `buffered` store.
+            let value_offset = reservation.write_payload_with(|payload| {
+                let mut out = codec::PayloadWriter::new(payload);
+                codec::Sink::push(&mut out, codec::OP_ITEM_WRITE);
+                let value_offset = codec::encode_item_write(&mut out, &write);
+                let payload = out.finish();
+                // The entry says its own version, so a plain head can name it (`plain.rs`).
+                plain::patch_version(payload, value_offset, &write, version);
+                value_offset
+            })?;
             let value_location = value.map(|value| {
                 ValueLocation::new(
                     reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
@@ -411,10 +407,7 @@ impl StoreShared {
                         value: value_location,
                         last_modified: now,
                         expires_at,
-                        properties: properties_box(
-                            properties.content_type.as_deref(),
-                            properties.metadata,
-                        ),
+                        properties: properties_box(content_type, metadata.to_vec()),
                         coordination: coordination_box(coordination),
                     });
                     slot.install(head, node, &guard)

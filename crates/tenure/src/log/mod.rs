@@ -1171,37 +1171,44 @@ impl Reservation<'_> {
             self.payload_length,
             "the payload fills the reservation"
         );
+        self.write_payload_with(|destination| destination.copy_from_slice(payload))
+    }
+
+    /// Like `write_payload`, with `fill` writing the payload (exactly the reserved length) in
+    /// place: into the mapped segment in a `buffered` store, so a write encodes its record
+    /// there instead of into a buffer it then copies (`write::write_item`).
+    pub fn write_payload_with<R>(&mut self, fill: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         if self.log.durability == Durability::Buffered {
-            self.payload_mut().copy_from_slice(payload);
+            let filled = fill(self.payload_mut());
             self.prefetch_next_record();
-            return Ok(());
+            return Ok(filled);
         }
         let local = self.start - self.segment.first_slot * self.log.slot_size;
-        self.segment
-            .assert_allocated(local + (HEADER_BYTES + payload.len()) as u64);
-        let mut header = [0u8; HEADER_BYTES];
-        record::encode_header(&mut header, self.header_fields(RecordKind::Data), payload);
-        let record_size = record::record_size(payload.len() as u64);
+        let length = HEADER_BYTES + self.payload_length;
+        self.segment.assert_allocated(local + length as u64);
+        let fields = self.header_fields(RecordKind::Data);
+        let record_size = record::record_size(self.payload_length as u64);
         if record_size <= MAXIMUM_STAGED_RECORD_BYTES as u64
             && self.new_tail - self.start == record_size
         {
-            let mut bytes = Vec::with_capacity(record_size as usize);
-            bytes.extend_from_slice(&header);
-            bytes.extend_from_slice(payload);
-            bytes.resize(record_size as usize, 0);
+            // Zeroed: the padding to the record's size is zeros.
+            let mut bytes = vec![0u8; record_size as usize];
+            let filled = fill(&mut bytes[HEADER_BYTES..length]);
+            record::encode_header_in_place(&mut bytes[..length], fields);
             self.staged = Some(bytes);
-            return Ok(());
+            return Ok(filled);
         }
-        RECORD_BYTES.with(|record| {
+        let filled = RECORD_BYTES.with(|record| {
             let mut record = record.borrow_mut();
             record.clear();
-            record.extend_from_slice(&header);
-            record.extend_from_slice(payload);
+            record.resize(length, 0);
+            let filled = fill(&mut record[HEADER_BYTES..]);
+            record::encode_header_in_place(&mut record, fields);
             let written = self.segment.file.write_at(&record, local);
             if record.capacity() > RECORD_BYTES_KEPT {
                 *record = Vec::new();
             }
-            written.map_err(|error| {
+            written.map(|()| filled).map_err(|error| {
                 Error::io(
                     self.log.storage.path().join(&self.segment.name),
                     "write",
@@ -1210,7 +1217,7 @@ impl Reservation<'_> {
             })
         })?;
         self.header_written = true;
-        Ok(())
+        Ok(filled)
     }
 
     /// Starts loading the lines after this record, where the next record goes (`buffered`).
@@ -1243,15 +1250,20 @@ impl Reservation<'_> {
     }
 
     fn payload_mut(&mut self) -> &mut [u8] {
-        let local = self.start - self.segment.first_slot * self.log.slot_size + HEADER_BYTES as u64;
-        self.segment
-            .assert_allocated(local + self.payload_length as u64);
-        // SAFETY: the payload range is inside this reservation, which no one else touches
+        &mut self.record_mut()[HEADER_BYTES..]
+    }
+
+    /// The record's bytes in the mapping: its header, then its payload.
+    fn record_mut(&mut self) -> &mut [u8] {
+        let local = self.start - self.segment.first_slot * self.log.slot_size;
+        let length = HEADER_BYTES + self.payload_length;
+        self.segment.assert_allocated(local + length as u64);
+        // SAFETY: the record's range is inside this reservation, which no one else touches
         // until it is complete; `&mut self` keeps this slice unique.
         unsafe {
             std::slice::from_raw_parts_mut(
                 self.segment.mapping.pointer().add(local as usize),
-                self.payload_length,
+                length,
             )
         }
     }
@@ -1262,13 +1274,8 @@ impl Reservation<'_> {
             // Staged before it completes: a leader that sees it complete finds it staged.
             self.log.staging.stage(self.start, bytes);
         } else if !(self.header_written && kind == RecordKind::Data) {
-            let mut header = [0u8; HEADER_BYTES];
             let fields = self.header_fields(kind);
-            let payload: &[u8] = self.payload_mut();
-            record::encode_header(&mut header, fields, payload);
-            let local = self.start - self.segment.first_slot * self.log.slot_size;
-            // SAFETY: the header range is the start of this reservation.
-            unsafe { self.segment.write(local, &header) };
+            record::encode_header_in_place(self.record_mut(), fields);
         }
         self.finished = true;
         if self.version % VERSION_INDEX_STRIDE == 0 {
