@@ -52,7 +52,14 @@ impl CompletionTracker {
     }
 
     fn slot(&self, version: Version) -> &CompletionSlot {
-        &self.slots[(version % self.slot_count()) as usize]
+        // A mask, not a division, for the ring of a power-of-two size (every log's).
+        let slot_count = self.slot_count();
+        let index = if slot_count.is_power_of_two() {
+            version & (slot_count - 1)
+        } else {
+            version % slot_count
+        };
+        &self.slots[index as usize]
     }
 
     /// Starts loading the ring slot that completing `version` reads (its successor's, in

@@ -731,8 +731,8 @@ impl LogShared {
     /// Once the tail is past the middle of its slot, asks the preparer for the next slot's
     /// segment, so the appender that rolls over finds it created, allocated and pre-faulted.
     fn ask_ahead(&self, tail: u64) {
-        let slot = tail / self.slot_size;
-        let past_middle = tail % self.slot_size > self.slot_size / 2;
+        let slot = placement::slot_of(tail, self.slot_size);
+        let past_middle = placement::offset_in_slot(tail, self.slot_size) > self.slot_size / 2;
         let next = slot + 1;
         // The relaxed load keeps the common case to one shared read; `fetch_max` elects
         // exactly one asker per slot.
@@ -843,11 +843,13 @@ impl LogShared {
         version: Version,
         placement: &placement::Placement,
     ) -> Result<SegmentHold> {
-        let segment =
-            self.segment_for(placement.start / self.slot_size, placement.segment_slots)?;
+        let segment = self.segment_for(
+            placement::slot_of(placement.start, self.slot_size),
+            placement.segment_slots,
+        )?;
         self.ensure_allocated(&segment, placement.new_tail)?;
         if let Some(marker) = placement.end_marker_before {
-            let previous = self.segment_for(marker / self.slot_size, 1)?;
+            let previous = self.segment_for(placement::slot_of(marker, self.slot_size), 1)?;
             self.ensure_allocated(&previous, marker + HEADER_BYTES as u64)?;
             self.write_end_marker(&previous, marker, version);
         }
@@ -958,7 +960,7 @@ impl LogShared {
 
     fn segment_of(&self, global_offset: u64, guard: &Guard) -> Result<Arc<Segment>> {
         self.segments
-            .get(global_offset / self.slot_size, guard)
+            .get(placement::slot_of(global_offset, self.slot_size), guard)
             .cloned()
             .ok_or_else(|| {
                 Error::corruption(
@@ -971,7 +973,9 @@ impl LogShared {
 
     /// The segment that holds global offset `offset`, and the offset within it.
     fn segment_at<'g>(&self, offset: u64, guard: &'g Guard) -> Option<(&'g Arc<Segment>, u64)> {
-        let segment = self.segments.get(offset / self.slot_size, guard)?;
+        let segment = self
+            .segments
+            .get(placement::slot_of(offset, self.slot_size), guard)?;
         Some((segment, offset - segment.first_slot * self.slot_size))
     }
 

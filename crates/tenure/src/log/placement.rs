@@ -19,9 +19,32 @@ pub struct Placement {
     pub end_marker_after: Option<u64>,
 }
 
+/// The slot that holds global offset `offset`. Slot sizes are multiples of 4096 and, by
+/// default and in every test, powers of two: then a shift. Why: a 64-bit division takes
+/// 15 cycles or more, and an append and a read did a dozen between them (finding segments,
+/// placing records).
+#[inline]
+pub fn slot_of(offset: u64, slot_size: u64) -> u64 {
+    if slot_size.is_power_of_two() {
+        offset >> slot_size.trailing_zeros()
+    } else {
+        offset / slot_size
+    }
+}
+
+/// Where global offset `offset` lies in its slot (see [`slot_of`]).
+#[inline]
+pub fn offset_in_slot(offset: u64, slot_size: u64) -> u64 {
+    if slot_size.is_power_of_two() {
+        offset & (slot_size - 1)
+    } else {
+        offset % slot_size
+    }
+}
+
 /// Places a record of `size` bytes (already aligned) at `tail` in slots of `slot_size` bytes.
 pub fn place(tail: u64, size: u64, slot_size: u64) -> Placement {
-    let offset_in_slot = tail % slot_size;
+    let offset_in_slot = offset_in_slot(tail, slot_size);
     let slot_end = tail - offset_in_slot + slot_size;
     let header = HEADER_BYTES as u64;
     let marker_if_room = |at: u64, end: u64| (end - at >= header).then_some(at);
@@ -65,7 +88,7 @@ pub fn place(tail: u64, size: u64, slot_size: u64) -> Placement {
 /// boundary stays (the segment before it is complete).
 pub fn place_in_next_slot(tail: u64, size: u64, slot_size: u64) -> Placement {
     assert!(size <= slot_size, "a record that starts a slot fits in it");
-    let offset_in_slot = tail % slot_size;
+    let offset_in_slot = offset_in_slot(tail, slot_size);
     if offset_in_slot == 0 {
         return place(tail, size, slot_size);
     }
@@ -83,6 +106,18 @@ pub fn place_in_next_slot(tail: u64, size: u64, slot_size: u64) -> Placement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shift and mask of a power-of-two slot size agree with division, as does the
+    /// division kept for other multiples of 4096.
+    #[test]
+    fn slot_arithmetic_agrees_with_division_for_every_slot_size() {
+        for slot_size in [4096u64, 12_288, 64 << 10, 3 << 20, 64 << 20, 1 << 40] {
+            for offset in [0u64, 1, 4095, 4096, 12_287, 12_288, 1 << 33, u64::MAX - 7] {
+                assert_eq!(slot_of(offset, slot_size), offset / slot_size);
+                assert_eq!(offset_in_slot(offset, slot_size), offset % slot_size);
+            }
+        }
+    }
 
     #[test]
     fn next_slot_placement_leaves_the_current_slot() {
