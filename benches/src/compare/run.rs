@@ -655,7 +655,9 @@ fn render(
          transaction and a cursor. Every engine reads the start key and the entries after it.\n\
          - The compare-and-set rows give each peer its cheapest correct form: LMDB, redb and \
          fjall read and write in one write transaction (no separate read before it); tenure \
-         does a `get` and then a conditional `put`, as a client of its API would.{}\n",
+         reads the item (`get_with`, its value borrowed) and then does a conditional `put` \
+         with its ETag, as a client of its API would. Each call's key and new value are made \
+         before it is timed.{}\n",
         if EMBEDDED.contains(&"rocksdb") {
             " RocksDB uses an optimistic transaction (`get_pinned_for_update`, `put`, \
              `commit`, which fails on a write conflict): no lock manager, cheaper than a \
@@ -676,11 +678,9 @@ fn render(
          `durability(Some(PersistMode::SyncAll))`; SQLite WAL with `synchronous=FULL`{}. \
          SQLite's writers share one connection behind a mutex (SQLite has one writer at a \
          time).\n\
-         - tenure's gets of small values use `Store::get` (an owned copy of 150 B costs less \
-         than taking a snapshot); its blob gets take a `snapshot()` and read the value borrowed \
-         with `Snapshot::get_borrowed`, as LMDB and redb hand out views of their mapped pages \
-         inside a read transaction. The blob gets read every 64th byte of the value in every \
-         engine.\n\
+         - tenure's gets read the value borrowed from its map with `Store::get_with` (no \
+         copy, no snapshot), as LMDB and redb hand out views of their mapped pages inside a \
+         read transaction. The blob gets read every 64th byte of the value in every engine.\n\
          - The rows of the workloads `get`, `shape16`, `blob`, `commit`, `cas`, `snapshot` and \
          `open` ran with {} keys in {} rounds{}.\n",
         if EMBEDDED.contains(&"rocksdb") {
