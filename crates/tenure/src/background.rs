@@ -9,11 +9,13 @@
 //! second, its thread runnable and waiting, while the preparer ran on its core and the
 //! compactor on the other (`perf sched timehist`, docs/design.md §11 "Session 17"). Nice 19
 //! was not enough: each time the preparer woke from a folio lock it still preempted the
-//! writer (a quarter of a millisecond each, once 13.5 ms). Work that only keeps ahead of the
-//! callers runs under `SCHED_IDLE` instead (RocksDB's `CpuPriority::kIdle`): a waking thread
-//! of that class never preempts a caller's, and it runs on the cycles the callers leave. The
-//! flusher keeps the default: it bounds how much a `buffered` store can lose, so it must not
-//! wait behind busy callers.
+//! writer (a quarter of a millisecond each, once 13.5 ms). A waking thread under
+//! `SCHED_BATCH` or `SCHED_IDLE` never preempts a caller's. Compaction, which can wait, runs
+//! under `SCHED_IDLE` (RocksDB's `CpuPriority::kIdle`), on the cycles callers leave. The
+//! segment preparer runs under `SCHED_BATCH` at nice 19: as unobtrusive to callers, but five
+//! times the weight of idle work where it shares a CPU with compaction, whose relocations
+//! also need the pages it faults in. The flusher keeps the default: it bounds how much a
+//! `buffered` store can lose, so it must not wait behind busy callers.
 
 use std::thread::JoinHandle;
 
@@ -24,9 +26,13 @@ use crate::error::{Error, Result};
 pub(crate) enum Priority {
     /// The default: the work has a deadline of its own (the flusher's interval).
     Normal,
-    /// `SCHED_IDLE` (nice 19 where that is refused): the work only keeps ahead of the
-    /// callers, and a caller that outruns it does the work itself or waits for it (an append
-    /// that reaches the unallocated end allocates, a log grows until compacted).
+    /// `SCHED_BATCH` at nice 19: the work keeps just ahead of the callers, who do it
+    /// themselves when they outrun it (an append that reaches the unallocated end
+    /// allocates): it must not wake into a caller's CPU, yet must not starve behind `Lowest`
+    /// work either (the segment preparer, behind compaction).
+    Background,
+    /// `SCHED_IDLE` (nice 19 where that is refused): work that can wait for idle CPU time (a
+    /// log grows until compacted).
     Lowest,
 }
 
@@ -49,18 +55,20 @@ pub(crate) fn spawn<T: Send + 'static>(
 }
 
 fn set_priority_of_this_thread(priority: Priority) {
-    if priority == Priority::Normal {
-        return;
-    }
+    let policy = match priority {
+        Priority::Normal => return,
+        Priority::Background => libc::SCHED_BATCH,
+        Priority::Lowest => libc::SCHED_IDLE,
+    };
     let parameters = libc::sched_param { sched_priority: 0 };
     // SAFETY: with pid 0, sched_setscheduler and setpriority change only the calling thread
-    // (Linux keeps both per thread); `parameters` outlives the call. Moving to SCHED_IDLE or
-    // raising nice needs no privilege. Should both fail, the thread runs at the default,
-    // which is correct, only less kind to the callers, so the results are not errors.
+    // (Linux keeps both per thread); `parameters` outlives the call. Moving to SCHED_BATCH
+    // or SCHED_IDLE, or raising nice, needs no privilege. Should they fail, the thread runs
+    // at the default, which is correct, only less kind to the callers, so the results are
+    // not errors. (Under SCHED_IDLE the nice value is ignored.)
     unsafe {
-        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &parameters) != 0 {
-            libc::setpriority(libc::PRIO_PROCESS, 0, LOWEST_NICE);
-        }
+        libc::sched_setscheduler(0, policy, &parameters);
+        libc::setpriority(libc::PRIO_PROCESS, 0, LOWEST_NICE);
     }
 }
 
@@ -76,29 +84,39 @@ mod tests {
         policy
     }
 
+    /// The calling thread's nice value.
+    fn nice_of_this_thread() -> libc::c_int {
+        // SAFETY: getpriority reads the calling thread's nice value (`who` 0 is the caller).
+        // It can return -1 as a value, so errno is cleared first and read after.
+        unsafe {
+            *libc::__errno_location() = 0;
+            let nice = libc::getpriority(libc::PRIO_PROCESS, 0);
+            assert_eq!(*libc::__errno_location(), 0, "getpriority failed");
+            nice
+        }
+    }
+
     #[test]
-    fn a_lowest_priority_thread_runs_under_sched_idle_and_a_normal_one_as_the_caller() {
-        let callers = policy_of_this_thread();
-        let lowest = spawn(
-            "tenure-test-lowest",
-            Priority::Lowest,
-            policy_of_this_thread,
-        )
-        .unwrap()
-        .join()
-        .unwrap();
-        let normal = spawn(
-            "tenure-test-normal",
-            Priority::Normal,
-            policy_of_this_thread,
-        )
-        .unwrap()
-        .join()
-        .unwrap();
-        assert_eq!(lowest, libc::SCHED_IDLE);
-        assert_eq!(normal, callers);
-        // The caller's own policy is untouched.
-        assert_eq!(policy_of_this_thread(), callers);
+    fn each_priority_gets_its_policy_and_the_callers_stays() {
+        let policy_and_nice = || (policy_of_this_thread(), nice_of_this_thread());
+        let callers = policy_and_nice();
+        let run = |name, priority| {
+            spawn(name, priority, policy_and_nice)
+                .unwrap()
+                .join()
+                .unwrap()
+        };
+        assert_eq!(
+            run("tenure-test-lowest", Priority::Lowest).0,
+            libc::SCHED_IDLE
+        );
+        assert_eq!(
+            run("tenure-test-backgr", Priority::Background),
+            (libc::SCHED_BATCH, LOWEST_NICE)
+        );
+        assert_eq!(run("tenure-test-normal", Priority::Normal), callers);
+        // The caller's own priority is untouched.
+        assert_eq!(policy_and_nice(), callers);
     }
 
     /// The scheduling policy of each of this process's threads named `name` (Linux: field 41
@@ -126,7 +144,7 @@ mod tests {
     }
 
     #[test]
-    fn a_buffered_stores_preparer_and_compactor_run_under_sched_idle_and_its_flusher_not() {
+    fn a_buffered_stores_preparer_compactor_and_flusher_run_under_batch_idle_and_default() {
         let directory = std::env::temp_dir().join(format!(
             "tenure-background-priorities-{}",
             std::process::id()
@@ -140,7 +158,7 @@ mod tests {
         let callers = policy_of_this_thread();
         // A thread sets its priority as it starts: wait (bounded) until each has.
         let expected = [
-            ("tenure-segments", libc::SCHED_IDLE),
+            ("tenure-segments", libc::SCHED_BATCH),
             // `comm` keeps 15 bytes of a name: "tenure-compactor" shows as this.
             ("tenure-compacto", libc::SCHED_IDLE),
             ("tenure-flusher", callers),

@@ -244,9 +244,11 @@ impl Log {
         };
         let preparer = {
             let shared = Arc::clone(&shared);
-            background::spawn("tenure-segments", background::Priority::Lowest, move || {
-                shared.prepare_segments_ahead()
-            })?
+            background::spawn(
+                "tenure-segments",
+                background::Priority::Background,
+                move || shared.prepare_segments_ahead(),
+            )?
         };
         Ok(Log {
             shared,
