@@ -216,7 +216,7 @@ impl Engine for Tenure {
         let etag =
             self.store
                 .get_with(CONTAINER, key, &tenure::ReadOptions::default(), |item| {
-                    item.item.etag
+                    item.etag
                 })?;
         let options = tenure::WriteOptions::with_conditions(tenure::Conditions::if_match(etag));
         match self.store.put(CONTAINER, key, value, &options) {

@@ -45,8 +45,8 @@ pub use inspect::{
 };
 pub use log::{Durability, Log, LogOptions, RecoveredRecord, Reservation};
 pub use options::{
-    ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, Limits, Page, ReadOptions,
-    StoreOptions, WriteOptions,
+    ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, ItemRef, Limits, Page,
+    ReadOptions, StoreOptions, WriteOptions,
 };
 pub use rules::conditions::Conditions;
 pub use rules::lease::{LeaseDuration, LeaseId, LeaseInfo, LeaseState};

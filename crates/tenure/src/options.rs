@@ -142,6 +142,36 @@ pub struct Item {
     pub expires_at: Option<Timestamp>,
 }
 
+/// An item lent to the closure of `Store::get_with`: every field borrowed, the value from
+/// the log's mapping, for the length of the call. [`ItemRef::to_item`] copies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemRef<'a> {
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+    pub etag: ETag,
+    pub version: Version,
+    pub last_modified: Timestamp,
+    pub content_type: Option<&'a str>,
+    pub metadata: &'a [(String, String)],
+    pub expires_at: Option<Timestamp>,
+}
+
+impl ItemRef<'_> {
+    /// The item as `get` returns it, value and all.
+    pub fn to_item(&self) -> Item {
+        Item {
+            key: self.key.to_vec(),
+            value: Some(self.value.to_vec()),
+            etag: self.etag,
+            version: self.version,
+            last_modified: self.last_modified,
+            content_type: self.content_type.map(str::to_owned),
+            metadata: self.metadata.to_vec(),
+            expires_at: self.expires_at,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerProperties {
     pub name: String,

@@ -218,13 +218,12 @@ impl Snapshot<'_> {
     }
 }
 
-/// An item with its value borrowed from the log's mapping: from [`Snapshot::get_borrowed`],
-/// for as long as the snapshot lives, or lent to the closure of `Store::get_with`.
+/// An item read through a snapshot with its value borrowed from the log's mapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BorrowedItem<'map> {
+pub struct BorrowedItem<'snapshot> {
     /// Properties, ETag, version, times (`item.value` is `None`).
     pub item: Item,
-    pub value: &'map [u8],
+    pub value: &'snapshot [u8],
 }
 
 impl Drop for Snapshot<'_> {

@@ -20,14 +20,13 @@ use crate::index::{
 };
 use crate::log::{record::HEADER_BYTES, Log, LogOptions};
 use crate::options::{
-    ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, Limits, Page, ReadOptions,
-    StoreOptions,
+    ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, ItemRef, Limits, Page,
+    ReadOptions, StoreOptions,
 };
 use crate::plain;
 use crate::point_index::HintCell;
 use crate::rules::conditions::{self, ItemFacts};
 use crate::rules::lease::{self, ContainerOperation};
-use crate::snapshot::BorrowedItem;
 use crate::storage::{FileStorage, Storage};
 use crate::validate;
 
@@ -402,7 +401,7 @@ impl StoreShared {
         container: &str,
         key: &[u8],
         options: &ReadOptions,
-        read: impl FnOnce(BorrowedItem<'_>) -> R,
+        read: impl FnOnce(ItemRef<'_>) -> R,
     ) -> Result<R> {
         self.check_open()?;
         let guard = crossbeam_epoch::pin();
@@ -411,24 +410,34 @@ impl StoreShared {
         let key_bytes = self.read_index_key(container, key, options, version)?;
         // One guard for every attempt: what the first found stays mapped, and a retry after
         // a compaction race finds the copy, which was installed before its segment went.
-        let borrowed = retrying_plain_read(false, || {
-            let (item, location) = self.read_pinned(
+        let (node, value) = retrying_plain_read(false, || {
+            let node = self.find_pinned(
                 version,
                 &time,
                 &key_bytes,
-                key,
                 options,
                 ValueRead::Borrow,
                 false,
                 &guard,
             )?;
-            let value = match location {
+            let value = match node.value() {
                 Some(location) => self.value_bytes(location, &guard)?,
                 None => &[],
             };
-            Ok(BorrowedItem { item, value })
+            Ok((node, value))
         })?;
-        Ok(read(borrowed))
+        // Borrowed from the node (under `guard`), nothing copied.
+        let properties = node.properties();
+        Ok(read(ItemRef {
+            key,
+            value,
+            etag: ETag(node.etag_version()),
+            version: node.etag_version(),
+            last_modified: node.last_modified,
+            content_type: properties.and_then(|properties| properties.content_type.as_deref()),
+            metadata: properties.map_or(&[], |properties| &properties.metadata),
+            expires_at: node.expires_at(),
+        }))
     }
 
     /// A read's arguments checked (SPEC §13), and the index key of `key` in the incarnation
@@ -462,6 +471,26 @@ impl StoreShared {
         repeatable: bool,
         guard: &Guard,
     ) -> Result<(Item, Option<ValueLocation>)> {
+        let node = self.find_pinned(
+            version, time, key_bytes, options, value_read, repeatable, guard,
+        )?;
+        let item = self.item_from(key, &node, value_read == ValueRead::Copy, guard)?;
+        Ok((item, node.value()))
+    }
+
+    /// The version of `key_bytes` a read at `version` and `time` finds, once its lease and
+    /// conditions are checked (`NotFound` when there is none).
+    #[allow(clippy::too_many_arguments)]
+    fn find_pinned<'g>(
+        &self,
+        version: Version,
+        time: &ReadTime<'_>,
+        key_bytes: &[u8],
+        options: &ReadOptions,
+        value_read: ValueRead,
+        repeatable: bool,
+        guard: &'g Guard,
+    ) -> Result<VersionRef<'g>> {
         // A plain read re-reads the version once pinned: a segment removed before the pin was
         // compacted at a version no newer than this one, so nothing found points into it.
         let version = if repeatable {
@@ -505,8 +534,7 @@ impl StoreShared {
         )
         .map_err(|error| crate::rules::with_current_etag(error, Some(facts.etag)))?;
         conditions::check_read(&options.conditions, Some(&facts))?;
-        let item = self.item_from(key, &node, value_read == ValueRead::Copy, guard)?;
-        Ok((item, node.value()))
+        Ok(node)
     }
 
     /// The node a reader at `version` sees. A snapshot (`repeatable`) pins its version, so no

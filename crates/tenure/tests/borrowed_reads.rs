@@ -14,12 +14,9 @@ use tenure::{
 };
 use tenure_testkit::SimStorage;
 
-/// What `get_with` lends, as the owned item `get` returns.
+/// What `get_with` lends, copied (`ItemRef::to_item`): the owned item `get` returns.
 fn lent_as_item(store: &Store, key: &[u8], options: &ReadOptions) -> tenure::Result<Item> {
-    store.get_with("c", key, options, |borrowed| Item {
-        value: Some(borrowed.value.to_vec()),
-        ..borrowed.item
-    })
+    store.get_with("c", key, options, |item| item.to_item())
 }
 
 fn read(conditions: Conditions) -> ReadOptions {
@@ -39,20 +36,28 @@ fn get_with_lends_what_get_returns_value_etag_version_and_properties() {
         ..WriteOptions::default()
     };
     let etag = store.put("c", b"k", b"hello", &options).unwrap();
-    let lent = store
-        .get_with("c", b"k", &ReadOptions::default(), |borrowed| {
-            assert_eq!(borrowed.value, b"hello");
-            assert_eq!(borrowed.item.value, None, "the value is lent, not copied");
-            borrowed.item
+    let (key, value, etag_lent, version, last_modified, content_type, metadata, expires_at) = store
+        .get_with("c", b"k", &ReadOptions::default(), |item| {
+            (
+                item.key.to_vec(),
+                item.value.to_vec(),
+                item.etag,
+                item.version,
+                item.last_modified,
+                item.content_type.map(str::to_owned),
+                item.metadata.to_vec(),
+                item.expires_at,
+            )
         })
         .unwrap();
-    assert_eq!(lent.etag, etag);
-    assert_eq!(lent.version, etag.version());
-    assert_eq!(lent.key, b"k");
-    assert_eq!(lent.last_modified, START_MICROS);
-    assert_eq!(lent.content_type.as_deref(), Some("text/plain"));
-    assert_eq!(lent.metadata, vec![("owner".to_owned(), "ana".to_owned())]);
-    assert_eq!(lent.expires_at, Some(START_MICROS + 60 * MICROS_PER_SECOND));
+    assert_eq!(key, b"k");
+    assert_eq!(value, b"hello");
+    assert_eq!(etag_lent, etag);
+    assert_eq!(version, etag.version());
+    assert_eq!(last_modified, START_MICROS);
+    assert_eq!(content_type.as_deref(), Some("text/plain"));
+    assert_eq!(metadata, vec![("owner".to_owned(), "ana".to_owned())]);
+    assert_eq!(expires_at, Some(START_MICROS + 60 * MICROS_PER_SECOND));
     let got = store.get("c", b"k", &ReadOptions::default()).unwrap();
     assert_eq!(
         lent_as_item(&store, b"k", &ReadOptions::default()).unwrap(),
@@ -68,8 +73,8 @@ fn get_with_sees_the_newest_write_and_an_empty_value() {
         .unwrap();
     let etag = store.put("c", b"k", b"", &WriteOptions::default()).unwrap();
     let (value, lent_etag) = store
-        .get_with("c", b"k", &ReadOptions::default(), |borrowed| {
-            (borrowed.value.to_vec(), borrowed.item.etag)
+        .get_with("c", b"k", &ReadOptions::default(), |item| {
+            (item.value.to_vec(), item.etag)
         })
         .unwrap();
     assert_eq!(value, b"");
@@ -194,17 +199,12 @@ fn a_lent_value_stays_valid_while_another_thread_overwrites_it_and_compacts_its_
             store.compact().unwrap().segments_removed
         });
         store
-            .get_with(
-                "c",
-                &7u32.to_be_bytes(),
-                &ReadOptions::default(),
-                |borrowed| {
-                    started.wait();
-                    let removed = writer.join().unwrap();
-                    assert_eq!(borrowed.value, &value(7, 0)[..], "lent bytes unchanged");
-                    removed
-                },
-            )
+            .get_with("c", &7u32.to_be_bytes(), &ReadOptions::default(), |item| {
+                started.wait();
+                let removed = writer.join().unwrap();
+                assert_eq!(item.value, &value(7, 0)[..], "lent bytes unchanged");
+                removed
+            })
             .unwrap()
     });
     assert!(removed > 0, "compaction removed the lent value's segment");
