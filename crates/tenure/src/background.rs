@@ -9,13 +9,16 @@
 //! second, its thread runnable and waiting, while the preparer ran on its core and the
 //! compactor on the other (`perf sched timehist`, docs/design.md §11 "Session 17"). Nice 19
 //! was not enough: each time the preparer woke from a folio lock it still preempted the
-//! writer (a quarter of a millisecond each, once 13.5 ms). A waking thread under
-//! `SCHED_BATCH` or `SCHED_IDLE` never preempts a caller's. Compaction, which can wait, runs
-//! under `SCHED_IDLE` (RocksDB's `CpuPriority::kIdle`), on the cycles callers leave. The
-//! segment preparer runs under `SCHED_BATCH` at nice 19: as unobtrusive to callers, but five
-//! times the weight of idle work where it shares a CPU with compaction, whose relocations
-//! also need the pages it faults in. The flusher keeps the default: it bounds how much a
-//! `buffered` store can lose, so it must not wait behind busy callers.
+//! writer (a quarter of a millisecond each, once 13.5 ms). Work that only keeps ahead of the
+//! callers, the segment preparer and compaction, runs under `SCHED_BATCH` at nice 19 instead:
+//! a waking thread of that class never preempts a caller's, and at nice 19 it has a sixtieth
+//! of a caller's weight where they share a CPU. Not `SCHED_IDLE` (RocksDB's
+//! `CpuPriority::kIdle`), tried too: the compactor takes log reservations, and every writer's
+//! acknowledgement waits for the versions before its own, so a compactor starved in the middle
+//! of a relocation record would hold the writers up, and the preparer under it shared a CPU
+//! with compaction at equal weight and fell behind the appends. The flusher keeps the
+//! default: it bounds how much a `buffered` store can lose, so it must not wait behind busy
+//! callers.
 
 use std::thread::JoinHandle;
 
@@ -26,18 +29,14 @@ use crate::error::{Error, Result};
 pub(crate) enum Priority {
     /// The default: the work has a deadline of its own (the flusher's interval).
     Normal,
-    /// `SCHED_BATCH` at nice 19: the work keeps just ahead of the callers, who do it
-    /// themselves when they outrun it (an append that reaches the unallocated end
-    /// allocates): it must not wake into a caller's CPU, yet must not starve behind `Lowest`
-    /// work either (the segment preparer, behind compaction).
+    /// `SCHED_BATCH` at nice 19: the work only keeps ahead of the callers, and a caller that
+    /// outruns it does the work itself or waits for it (an append that reaches the
+    /// unallocated end allocates, a log grows until compacted).
     Background,
-    /// `SCHED_IDLE` (nice 19 where that is refused): work that can wait for idle CPU time (a
-    /// log grows until compacted).
-    Lowest,
 }
 
-/// The nice value [`Priority::Lowest`] falls back to: the largest Linux allows.
-const LOWEST_NICE: libc::c_int = 19;
+/// The nice value of [`Priority::Background`]: the largest Linux allows.
+const BACKGROUND_NICE: libc::c_int = 19;
 
 /// Starts the background thread `name` at `priority`, running `body`.
 pub(crate) fn spawn<T: Send + 'static>(
@@ -55,20 +54,18 @@ pub(crate) fn spawn<T: Send + 'static>(
 }
 
 fn set_priority_of_this_thread(priority: Priority) {
-    let policy = match priority {
-        Priority::Normal => return,
-        Priority::Background => libc::SCHED_BATCH,
-        Priority::Lowest => libc::SCHED_IDLE,
-    };
+    if priority == Priority::Normal {
+        return;
+    }
     let parameters = libc::sched_param { sched_priority: 0 };
     // SAFETY: with pid 0, sched_setscheduler and setpriority change only the calling thread
     // (Linux keeps both per thread); `parameters` outlives the call. Moving to SCHED_BATCH
-    // or SCHED_IDLE, or raising nice, needs no privilege. Should they fail, the thread runs
-    // at the default, which is correct, only less kind to the callers, so the results are
-    // not errors. (Under SCHED_IDLE the nice value is ignored.)
+    // or raising nice needs no privilege. Should either fail, the thread runs closer to the
+    // default, which is correct, only less kind to the callers, so the results are not
+    // errors.
     unsafe {
-        libc::sched_setscheduler(0, policy, &parameters);
-        libc::setpriority(libc::PRIO_PROCESS, 0, LOWEST_NICE);
+        libc::sched_setscheduler(0, libc::SCHED_BATCH, &parameters);
+        libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE);
     }
 }
 
@@ -107,12 +104,8 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(
-            run("tenure-test-lowest", Priority::Lowest).0,
-            libc::SCHED_IDLE
-        );
-        assert_eq!(
             run("tenure-test-backgr", Priority::Background),
-            (libc::SCHED_BATCH, LOWEST_NICE)
+            (libc::SCHED_BATCH, BACKGROUND_NICE)
         );
         assert_eq!(run("tenure-test-normal", Priority::Normal), callers);
         // The caller's own priority is untouched.
@@ -144,7 +137,7 @@ mod tests {
     }
 
     #[test]
-    fn a_buffered_stores_preparer_compactor_and_flusher_run_under_batch_idle_and_default() {
+    fn a_buffered_stores_preparer_and_compactor_run_under_sched_batch_and_its_flusher_not() {
         let directory = std::env::temp_dir().join(format!(
             "tenure-background-priorities-{}",
             std::process::id()
@@ -160,7 +153,7 @@ mod tests {
         let expected = [
             ("tenure-segments", libc::SCHED_BATCH),
             // `comm` keeps 15 bytes of a name: "tenure-compactor" shows as this.
-            ("tenure-compacto", libc::SCHED_IDLE),
+            ("tenure-compacto", libc::SCHED_BATCH),
             ("tenure-flusher", callers),
         ];
         for (name, policy) in expected {
@@ -184,7 +177,7 @@ mod tests {
 
     #[test]
     fn a_background_thread_is_named() {
-        let name = spawn("tenure-test-named", Priority::Lowest, || {
+        let name = spawn("tenure-test-named", Priority::Background, || {
             std::thread::current().name().map(str::to_owned)
         })
         .unwrap()

@@ -530,7 +530,7 @@ impl BackgroundCompaction {
         let thread_stop = Arc::clone(&stop);
         let thread = crate::background::spawn(
             "tenure-compactor",
-            crate::background::Priority::Lowest,
+            crate::background::Priority::Background,
             move || {
                 let mut sweep_cursor = Vec::new();
                 // The oldest sealed segment and how many were sealed when the last pass left
