@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::{Arc, Barrier};
 
-use common::{options, store, START_MICROS};
+use common::{options, read, store, START_MICROS};
 use tenure::{
     Conditions, ContainerOptions, ErrorCode, Item, ManualClock, ReadOptions, Store, StoreOptions,
     Ttl, WriteOptions, MICROS_PER_SECOND,
@@ -17,13 +17,6 @@ use tenure_testkit::SimStorage;
 /// What `get_with` lends, copied (`ItemRef::to_item`): the owned item `get` returns.
 fn lent_as_item(store: &Store, key: &[u8], options: &ReadOptions) -> tenure::Result<Item> {
     store.get_with("c", key, options, |item| item.to_item())
-}
-
-fn read(conditions: Conditions) -> ReadOptions {
-    ReadOptions {
-        conditions,
-        ..ReadOptions::default()
-    }
 }
 
 #[test]

@@ -4,19 +4,12 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{options, store, START_MICROS};
+use common::{options, read, store, START_MICROS};
 use tenure::{
     Conditions, ContainerOptions, ETag, ETagArg, Error, ErrorCode, ReadOptions, Store, Ttl,
     WriteOptions, MICROS_PER_SECOND,
 };
 use tenure_testkit::{CrashPolicy, SimStorage};
-
-fn read(conditions: Conditions) -> ReadOptions {
-    ReadOptions {
-        conditions,
-        ..ReadOptions::default()
-    }
-}
 
 fn write(conditions: Conditions) -> WriteOptions {
     WriteOptions::with_conditions(conditions)

@@ -800,7 +800,7 @@ impl LogShared {
             .saturating_sub(self.tail_at_open)
             .min(FAULT_IN_LEAD_BYTES);
         let limit = tail + lead;
-        let tail_slot = tail / self.slot_size;
+        let tail_slot = placement::slot_of(tail, self.slot_size);
         for slot in tail_slot..=tail_slot + 1 {
             // Owned, not borrowed under a guard: a step can take long, and a pinned thread
             // would hold back the removal of compacted segments meanwhile.

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use tenure::{Durability, ManualClock, Store, StoreOptions, MICROS_PER_SECOND};
+use tenure::{
+    Conditions, Durability, ManualClock, ReadOptions, Store, StoreOptions, MICROS_PER_SECOND,
+};
 use tenure_testkit::SimStorage;
 
 pub const START_MICROS: u64 = 1_700_000_000 * MICROS_PER_SECOND;
@@ -26,4 +28,12 @@ pub fn store() -> (Store, ManualClock, SimStorage) {
     let store = Store::open_with_storage(Arc::new(disk.clone()), options(&clock)).unwrap();
     store.create_container("c", &Default::default()).unwrap();
     (store, clock, disk)
+}
+
+/// Read options with `conditions`.
+pub fn read(conditions: Conditions) -> ReadOptions {
+    ReadOptions {
+        conditions,
+        ..ReadOptions::default()
+    }
 }
