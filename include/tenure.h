@@ -342,6 +342,11 @@ typedef struct {
 
 #define TENURE_ERR_CLOSED 504
 
+/*
+ The handle was opened in another process and reached this one through `fork()`.
+ */
+#define TENURE_ERR_USED_AFTER_FORK 505
+
 #define TENURE_ERR_PANIC 900
 
 #define TENURE_ERR_BUFFER_TOO_SMALL 901

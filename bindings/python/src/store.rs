@@ -39,6 +39,10 @@ pub struct Handle {
     /// since it opened went through here. Leases from before the open show `None`.
     lease_durations: Mutex<HashMap<LeaseTarget, (LeaseId, LeaseDuration)>>,
     pub path: PathBuf,
+    /// The process that opened the store. In a child that inherited the handle through
+    /// `os.fork()`, every engine call raises `UsedAfterFork`, and `close()` waits for nothing:
+    /// the calls that held the store belong to threads the child does not have.
+    opened_by_pid: u32,
 }
 
 /// At most this many remembered lease durations; past it the table starts over.
@@ -111,6 +115,11 @@ impl Handle {
         let Some(mut store) = self.store.write().take() else {
             return Ok(());
         };
+        if std::process::id() != self.opened_by_pid {
+            // The engine's close in a forked child writes nothing and releases nothing the
+            // parent holds; snapshots are left as they are, for the same reason.
+            return Arc::try_unwrap(store).map_or(Ok(()), EngineStore::close);
+        }
         // Snapshots hold the store: end them (each waits for a read in progress).
         let snapshots: Vec<_> = self.snapshots.lock().drain(..).collect();
         for snapshot in snapshots.iter().filter_map(Weak::upgrade) {
@@ -239,6 +248,7 @@ pub fn open(
             snapshots: Mutex::new(Vec::new()),
             lease_durations: Mutex::new(HashMap::new()),
             path,
+            opened_by_pid: std::process::id(),
         }),
     })
 }

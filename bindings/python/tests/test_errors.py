@@ -38,6 +38,7 @@ SPEC_CODES = {
     "Corruption": 500,
     "Io": 500,
     "Closed": 500,
+    "UsedAfterFork": 500,
 }
 
 FAMILY = {
@@ -162,7 +163,8 @@ def _fail_batch(store: tenure.Store) -> object:
     return batch.commit()
 
 
-@pytest.mark.parametrize("code", sorted(SPEC_CODES))
+# UsedAfterFork needs a forked child: tests/test_fork.py reaches it.
+@pytest.mark.parametrize("code", sorted(set(SPEC_CODES) - {"UsedAfterFork"}))
 def test_every_code_is_reachable(
     tmp_path: Path, store: tenure.Store, clock: tenure.ManualClock, code: str
 ) -> None:

@@ -127,6 +127,7 @@ pub fn explanation(code: ErrorCode) -> &'static str {
         ErrorCode::Corruption => "a checksum or structure check failed; run `tenure verify DIR`, then `tenure repair DIR`",
         ErrorCode::Io => "the operating system refused",
         ErrorCode::Closed => "the store was closed",
+        ErrorCode::UsedAfterFork => "the store was opened by a parent process; open it in this one",
         _ => "see SPEC.md section 12",
     }
 }
@@ -138,7 +139,7 @@ impl From<Error> for CliError {
             ErrorCode::InvalidArgument => EXIT_USAGE,
             ErrorCode::StoreLocked => EXIT_LOCKED,
             ErrorCode::Corruption => EXIT_CORRUPTION,
-            ErrorCode::Io | ErrorCode::Closed => EXIT_IO,
+            ErrorCode::Io | ErrorCode::Closed | ErrorCode::UsedAfterFork => EXIT_IO,
             _ => EXIT_PROBLEMS,
         };
         let detail = match &error {

@@ -24,7 +24,7 @@ pub extern "C" fn tenure_version() -> *const c_char {
 /// The SPEC §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise. Static.
 #[no_mangle]
 pub extern "C" fn tenure_status_name(status: tenure_status) -> *const c_char {
-    const NAMES: [&str; 31] = [
+    const NAMES: [&str; 32] = [
         "Ok\0",
         "NotModified\0",
         "InvalidArgument\0",
@@ -54,6 +54,7 @@ pub extern "C" fn tenure_status_name(status: tenure_status) -> *const c_char {
         "Corruption\0",
         "Io\0",
         "Closed\0",
+        "UsedAfterFork\0",
         "Panic\0",
         "BufferTooSmall\0",
     ];

@@ -40,12 +40,14 @@ pub const TENURE_ERR_STORE_LOCKED: tenure_status = 501;
 pub const TENURE_ERR_CORRUPTION: tenure_status = 502;
 pub const TENURE_ERR_IO: tenure_status = 503;
 pub const TENURE_ERR_CLOSED: tenure_status = 504;
+/// The handle was opened in another process and reached this one through `fork()`.
+pub const TENURE_ERR_USED_AFTER_FORK: tenure_status = 505;
 // 9xx: the C boundary itself.
 pub const TENURE_ERR_PANIC: tenure_status = 900;
 pub const TENURE_ERR_BUFFER_TOO_SMALL: tenure_status = 901;
 
 /// (status, SPEC §12 name, HTTP-style number) for every status.
-pub(crate) const TABLE: [(tenure_status, &str, u16); 31] = [
+pub(crate) const TABLE: [(tenure_status, &str, u16); 32] = [
     (TENURE_OK, "Ok", 200),
     (TENURE_ERR_NOT_MODIFIED, "NotModified", 304),
     (TENURE_ERR_INVALID_ARGUMENT, "InvalidArgument", 400),
@@ -115,6 +117,7 @@ pub(crate) const TABLE: [(tenure_status, &str, u16); 31] = [
     (TENURE_ERR_CORRUPTION, "Corruption", 500),
     (TENURE_ERR_IO, "Io", 500),
     (TENURE_ERR_CLOSED, "Closed", 500),
+    (TENURE_ERR_USED_AFTER_FORK, "UsedAfterFork", 500),
     (TENURE_ERR_PANIC, "Panic", 500),
     (TENURE_ERR_BUFFER_TOO_SMALL, "BufferTooSmall", 400),
 ];

@@ -39,11 +39,12 @@ pub enum ErrorCode {
     Corruption,
     Io,
     Closed,
+    UsedAfterFork,
 }
 
 impl ErrorCode {
     /// Every code, in the order of SPEC §12.
-    pub const ALL: [ErrorCode; 28] = [
+    pub const ALL: [ErrorCode; 29] = [
         ErrorCode::NotModified,
         ErrorCode::InvalidArgument,
         ErrorCode::NotFound,
@@ -72,6 +73,7 @@ impl ErrorCode {
         ErrorCode::Corruption,
         ErrorCode::Io,
         ErrorCode::Closed,
+        ErrorCode::UsedAfterFork,
     ];
 
     /// The code name exactly as SPEC §12 spells it.
@@ -109,6 +111,7 @@ impl ErrorCode {
             ErrorCode::Corruption => "Corruption",
             ErrorCode::Io => "Io",
             ErrorCode::Closed => "Closed",
+            ErrorCode::UsedAfterFork => "UsedAfterFork",
         }
     }
 
@@ -139,7 +142,10 @@ impl ErrorCode {
             | ErrorCode::InvalidLockHandle => 412,
             ErrorCode::StoreLocked => 423,
             ErrorCode::FailedDependency => 424,
-            ErrorCode::Corruption | ErrorCode::Io | ErrorCode::Closed => 500,
+            ErrorCode::Corruption
+            | ErrorCode::Io
+            | ErrorCode::Closed
+            | ErrorCode::UsedAfterFork => 500,
         }
     }
 
@@ -199,6 +205,9 @@ pub enum Error {
     },
     /// The store was closed.
     Closed,
+    /// The handle was opened in another process and reached this one through `fork()`: a
+    /// forked child opens the store itself.
+    UsedAfterFork { opened_by_pid: u32 },
 }
 
 impl Error {
@@ -211,6 +220,7 @@ impl Error {
             Error::Corruption { .. } => ErrorCode::Corruption,
             Error::Io { .. } => ErrorCode::Io,
             Error::Closed => ErrorCode::Closed,
+            Error::UsedAfterFork { .. } => ErrorCode::UsedAfterFork,
         }
     }
 
@@ -310,6 +320,12 @@ impl fmt::Display for Error {
                 source.raw_os_error().unwrap_or(0)
             ),
             Error::Closed => formatter.write_str("Closed: the store was closed"),
+            Error::UsedAfterFork { opened_by_pid } => write!(
+                formatter,
+                "UsedAfterFork: this store handle was opened by process {opened_by_pid} and \
+                 reached process {} through fork(); open the store in the child instead",
+                std::process::id()
+            ),
         }
     }
 }

@@ -15,6 +15,7 @@ mod error;
 mod etag;
 mod expiry;
 mod feed;
+mod fork;
 mod index;
 mod inspect;
 mod log;

@@ -228,6 +228,10 @@ pub struct BorrowedItem<'snapshot> {
 
 impl Drop for Snapshot<'_> {
     fn drop(&mut self) {
+        if self.store.owner.is_inherited() {
+            // A forked child's copy: its registry may be locked forever (`fork.rs`).
+            return;
+        }
         let mut snapshots = self.store.snapshots.lock();
         snapshots.release(self.registered_version);
         self.store

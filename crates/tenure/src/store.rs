@@ -32,6 +32,15 @@ use crate::validate;
 
 /// An open store. Share it between threads by reference or in an `Arc`. Every operation is a
 /// method of [`StoreShared`], reached through `Deref`.
+///
+/// # Processes and `fork()`
+///
+/// A store is open in one process at a time (a second open is `StoreLocked`). A child made by
+/// `fork()` after the open inherits a copy of the handle that refuses every call with
+/// [`ErrorCode::UsedAfterFork`] and changes nothing on disk; closing or dropping it there is
+/// allowed and releases nothing the parent holds. A child that needs the store opens it
+/// itself, once the parent has closed it; a worker pool that forks should open the store in
+/// each worker instead of before the fork.
 pub struct Store {
     shared: Arc<StoreShared>,
     background: Option<crate::compaction::BackgroundCompaction>,
@@ -55,6 +64,8 @@ pub struct StoreShared {
     /// One compaction at a time; holds the log's tail when the last `compact` call ended.
     pub(crate) compaction: Mutex<u64>,
     closed: AtomicBool,
+    /// The process that opened the store: a forked child's copy refuses every call.
+    pub(crate) owner: crate::fork::OwningProcess,
 }
 
 impl std::ops::Deref for Store {
@@ -92,6 +103,7 @@ impl Store {
                 ),
             ));
         }
+        let owner = crate::fork::OwningProcess::current();
         let index = Index::new();
         let catalog = Catalog::default();
         let log_options = LogOptions {
@@ -133,6 +145,7 @@ impl Store {
                 options.change_feed_retention_bytes,
             ),
             closed: AtomicBool::new(false),
+            owner,
         });
         let background = background_interval
             .map(|interval| {
@@ -147,11 +160,19 @@ impl Store {
     }
 
     /// Flushes and closes. Later calls (through other references) fail with `Closed`.
+    ///
+    /// In a child that inherited this handle through `fork()`, closing (or dropping) writes
+    /// nothing, releases nothing the parent holds (the store's lock, its files, its threads)
+    /// and takes no lock: the handle's memory is left to go with the child's process image.
     pub fn close(mut self) -> Result<()> {
         self.shutdown()
     }
 
     fn shutdown(&mut self) -> Result<()> {
+        if self.shared.owner.is_inherited_or_cloned() {
+            self.abandon_in_child();
+            return Ok(());
+        }
         if let Some(background) = self.background.take() {
             background.stop();
         }
@@ -162,6 +183,19 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Leaves an inherited store as the fork left it. Dropping the engine state would free
+    /// slots and arena chunks under process-wide locks, and stopping the store's threads
+    /// would join threads that do not exist here; either could wait forever on a lock that a
+    /// thread of the parent held at the fork. Both are leaked instead, which is the child's
+    /// memory only.
+    fn abandon_in_child(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        std::mem::forget(self.background.take());
+        std::mem::forget(Arc::clone(&self.shared));
+    }
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         let _ = self.shutdown();
@@ -169,11 +203,25 @@ impl Drop for Store {
 }
 
 impl StoreShared {
+    /// The gate of every operation: `UsedAfterFork` in a forked child (checked first, so a
+    /// child never reaches state a parent's thread may have held locked at the fork), then
+    /// `Closed`.
+    #[inline]
     pub(crate) fn check_open(&self) -> Result<()> {
+        if self.owner.is_inherited() {
+            return Err(self.used_after_fork());
+        }
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    #[cold]
+    fn used_after_fork(&self) -> Error {
+        Error::UsedAfterFork {
+            opened_by_pid: self.owner.pid(),
+        }
     }
 
     /// Makes every acknowledged write durable (in `buffered` mode; `sync` writes already are).

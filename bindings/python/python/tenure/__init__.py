@@ -82,6 +82,7 @@ __all__ = [
     "Corruption",
     "Io",
     "Closed",
+    "UsedAfterFork",
     "ERROR_CODES",
 ]
 
@@ -322,6 +323,16 @@ class Closed(TenureError):
     status = 500
 
 
+class UsedAfterFork(TenureError):
+    """500: the store was opened in another process and reached this one through
+    ``os.fork()`` (``multiprocessing``'s "fork" start method, a pre-forking server). Open the
+    store in the child instead; the parent's handle is unaffected. Closing the inherited handle
+    in the child is allowed and changes nothing on disk."""
+
+    code = "UsedAfterFork"
+    status = 500
+
+
 #: Every SPEC §12 code name → its exception class.
 ERROR_CODES: Dict[str, Type[TenureError]] = {
     cls.code: cls
@@ -354,6 +365,7 @@ ERROR_CODES: Dict[str, Type[TenureError]] = {
         Corruption,
         Io,
         Closed,
+        UsedAfterFork,
     )
 }
 

@@ -55,6 +55,7 @@ __all__ = [
     "Corruption",
     "Io",
     "Closed",
+    "UsedAfterFork",
     "ERROR_CODES",
 ]
 
@@ -621,5 +622,6 @@ class StorageError(TenureError):
 class Corruption(StorageError): ...
 class Io(StorageError): ...
 class Closed(TenureError): ...
+class UsedAfterFork(TenureError): ...
 
 ERROR_CODES: Dict[str, Type[TenureError]]
