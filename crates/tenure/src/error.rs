@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::etag::ETag;
+use crate::types::ETag;
 
 /// The stable code names of SPEC §12. Numbers and names never change once released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -3,57 +3,40 @@
 //!
 //! Start at [`Store::open`]. The behaviour contract is SPEC.md; the design is docs/design.md.
 
-mod arena;
-mod background;
-mod batch;
-mod catalog;
+mod backend;
+mod base;
 mod clock;
-mod codec;
-mod compaction;
-mod coordination;
+mod engine;
 mod error;
-mod etag;
-mod expiry;
-mod feed;
-mod fork;
 mod index;
 mod inspect;
 mod log;
-mod options;
-mod ordered_index;
-mod plain;
-mod point_index;
+mod record;
 mod rules;
-mod scan;
-mod slot;
-mod snapshot;
 mod storage;
-mod store;
-mod sync;
-mod validate;
-mod write;
-mod zeroed_array;
+mod types;
 
-pub use batch::Batch;
+pub use backend::options::{
+    ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, ItemRef, Page, ReadOptions,
+    StoreOptions, WriteOptions,
+};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp, MICROS_PER_SECOND};
-pub use compaction::CompactionReport;
-pub use coordination::{Lease, LeaseRequest};
+pub use engine::batch::Batch;
+pub use engine::compaction::CompactionReport;
+pub use engine::coordination::{Lease, LeaseRequest};
+pub use engine::feed::{Change, ChangeKind, ChangeRef, ChangesOptions};
+pub use engine::scan::ScanEntry;
+pub use engine::snapshot::{BorrowedItem, Snapshot};
+pub use engine::stats::{ContainerStats, StoreStats};
+pub use engine::Store;
 pub use error::{Error, ErrorCode, Result};
-pub use etag::{ETag, ETagArg, Version};
-pub use feed::{Change, ChangeKind, ChangeRef, ChangesOptions};
-pub use inspect::{
-    repair, verify, ContainerStats, Problem, RepairReport, StoreStats, VerifyReport,
-};
+pub use inspect::{repair, verify, Problem, RepairReport, VerifyReport};
 pub use log::{Durability, Log, LogOptions, RecoveredRecord, Reservation};
-pub use options::{
-    ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, ItemRef, Limits, Page,
-    ReadOptions, StoreOptions, WriteOptions,
-};
 pub use rules::conditions::Conditions;
+pub use rules::etag::ETagArg;
 pub use rules::lease::{LeaseDuration, LeaseId, LeaseInfo, LeaseState};
+pub use rules::limits::Limits;
 pub use rules::lock::LockHandle;
 pub use rules::ttl::Ttl;
-pub use scan::ScanEntry;
-pub use snapshot::{BorrowedItem, Snapshot};
 pub use storage::{FileStorage, Mapping, Storage, StorageFile};
-pub use store::{Store, StoreShared};
+pub use types::{ETag, Version};

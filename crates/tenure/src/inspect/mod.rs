@@ -8,28 +8,26 @@
 //!   range), fills the versions of what was lost with `Abort` records so the log stays
 //!   consecutive, writes a fresh log beside the old one and swaps it in. The original files are
 //!   kept in a `repair-backup-*` directory inside the store.
-//! - [`StoreShared::stats`] counts what an open store holds.
+//! - [`Engine::stats`] counts what an open store holds.
 //!
 //! Both `verify` and `repair` take the store's lock: a store open elsewhere is `StoreLocked`.
 
 mod repair;
-mod stats;
 
 use std::path::{Path, PathBuf};
 
-use crate::catalog::Catalog;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::etag::Version;
+use crate::index::catalog::Catalog;
 use crate::index::Index;
 use crate::log::record::{self, RecordHeader, RecordKind, HEADER_BYTES};
 use crate::log::segment::Segment;
 use crate::log::superblock::{self, ReadOutcome, Superblock, SUPERBLOCK_FILE};
 use crate::log::{MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES};
 use crate::storage::{FileStorage, Storage};
+use crate::types::Version;
 
 pub use repair::{repair, RepairReport};
-pub use stats::{ContainerStats, StoreStats};
 
 /// Progress is reported at least every this many bytes scanned.
 const PROGRESS_STEP_BYTES: u64 = 1 << 20;
@@ -477,7 +475,7 @@ impl ReplayCheck {
     }
 
     fn check(&self, record: &GoodRecord<'_>) -> Option<String> {
-        crate::store::replay_record(
+        crate::index::replay::replay_record(
             &self.index,
             &self.catalog,
             self.now,

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use super::{load, scan, GoodRecord, ReplayCheck, VerifyReport};
 use crate::error::{Error, Result};
-use crate::etag::Version;
 use crate::log::placement::place;
 use crate::log::record::{self, RecordHeader, RecordKind, HEADER_BYTES};
 use crate::log::segment::Segment;
 use crate::log::superblock::{self, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
 use crate::storage::{FileStorage, Storage, StorageFile};
+use crate::types::Version;
 
 /// Repair fills a hole of lost versions with `Abort` records (24 bytes each: the recovery
 /// scan needs consecutive versions, and a `SegmentEnd` must announce the expected one), and

@@ -11,8 +11,8 @@
 //! completed — so the exchange that would take a reused slot's pair always fails.
 
 use super::{pack, unpack};
-use crate::etag::Version;
-use crate::sync::{AtomicU128, AtomicU64, Ordering};
+use crate::base::sync::{AtomicU128, AtomicU64, Ordering};
+use crate::types::Version;
 
 /// Padded to a cache line: adjacent versions are completed by different threads.
 #[repr(align(64))]
@@ -67,7 +67,7 @@ impl CompletionTracker {
     /// miss on every append of a lone writer (callgrind). Called once `version` is reserved,
     /// so the load overlaps the record's copy.
     pub(crate) fn prefetch_successor_slot(&self, version: Version) {
-        crate::index::prefetch(self.slot(version + 1));
+        crate::base::prefetch(self.slot(version + 1));
     }
 
     /// Marks `version` (whose record starts at `start_offset`) complete and advances the

@@ -29,7 +29,7 @@ use parking_lot::MutexGuard;
 
 use super::{Durability, LogShared};
 use crate::error::{Error, Result};
-use crate::etag::Version;
+use crate::types::Version;
 
 /// The longest a group-commit leader lingers for more records before it syncs (it also never
 /// lingers longer than half the last sync).

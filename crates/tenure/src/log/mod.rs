@@ -26,10 +26,10 @@ use crossbeam_utils::Backoff;
 use parking_lot::{Condvar, Mutex};
 use portable_atomic::AtomicU128;
 
-use crate::background;
+use crate::base::background;
 use crate::error::{Error, Result};
-use crate::etag::Version;
 use crate::storage::{Storage, StorageFile};
+use crate::types::Version;
 use completion::CompletionTracker;
 use group_commit::FlushState;
 use record::{RecordHeader, RecordKind, HEADER_BYTES};
@@ -37,7 +37,7 @@ use segment::{Segment, SegmentTable};
 use staging::{Staging, MAXIMUM_STAGED_RECORD_BYTES};
 use superblock::Superblock;
 
-pub(crate) use reader::LogReader;
+pub(crate) use reader::{LogReader, RecordBytes};
 pub use recovery::RecoveredRecord;
 
 /// How long a write waits before it returns (SPEC §11).
@@ -235,11 +235,12 @@ impl Log {
             Durability::Buffered => {
                 let shared = Arc::clone(&shared);
                 let interval = options.buffered_flush_interval;
-                Some(background::spawn(
-                    "tenure-flusher",
-                    background::Priority::Normal,
-                    move || shared.background_flush(interval),
-                )?)
+                Some(
+                    background::spawn("tenure-flusher", background::Priority::Normal, move || {
+                        shared.background_flush(interval)
+                    })
+                    .map_err(|error| Error::io("tenure-flusher", "spawn thread", error))?,
+                )
             }
         };
         let preparer = {
@@ -248,7 +249,8 @@ impl Log {
                 "tenure-segments",
                 background::Priority::Background,
                 move || shared.prepare_segments_ahead(),
-            )?
+            )
+            .map_err(|error| Error::io("tenure-segments", "spawn thread", error))?
         };
         Ok(Log {
             shared,
@@ -337,7 +339,7 @@ impl Log {
             // SAFETY: inside the mapping, which lives while `guard` does; only prefetched.
             let start = unsafe { segment.bytes_from(local) }.as_ptr();
             for line in 0..lines {
-                crate::index::prefetch(start.wrapping_add(64 * line));
+                crate::base::prefetch(start.wrapping_add(64 * line));
             }
         }
     }
@@ -568,7 +570,7 @@ impl Log {
 
     /// The newest version handed out so far (perhaps not complete yet).
     pub fn last_reserved_version(&self) -> Version {
-        // Sequentially consistent with the reservations' exchange: `StoreShared::snapshot`.
+        // Sequentially consistent with the reservations' exchange: `Engine::snapshot`.
         unpack(self.shared.reservation.load(Ordering::SeqCst)).0 - 1
     }
 
@@ -698,7 +700,7 @@ impl LogShared {
             if self
                 .reservation
                 // Sequentially consistent: a writer checks for snapshots after it, and a new
-                // snapshot reads the last reserved version (`StoreShared::snapshot`).
+                // snapshot reads the last reserved version (`Engine::snapshot`).
                 .compare_exchange_weak(current, next, Ordering::SeqCst, Ordering::Acquire)
                 .is_ok()
             {
@@ -1241,7 +1243,7 @@ impl Reservation<'_> {
         // The line holding `end` is this record's last, already here.
         let mut line = end.next_multiple_of(64);
         while line < limit {
-            crate::index::prefetch(mapping.wrapping_add(line as usize));
+            crate::base::prefetch(mapping.wrapping_add(line as usize));
             line += 64;
         }
     }

@@ -65,30 +65,19 @@ impl<'g> LogReader<'_, 'g> {
         Ok(&bytes[..length])
     }
 
-    /// The plain entry whose value starts at `value_offset` (`plain.rs`), and its value: one
-    /// segment lookup for both, since an entry and its value are one record's bytes. For a
-    /// walk, which reads many.
-    pub(crate) fn plain_entry(
-        &mut self,
-        value_offset: u64,
-    ) -> Result<(crate::plain::Entry, &'g [u8])> {
-        let corrupt = |reason: &str| Error::corruption("log", value_offset, reason.to_owned());
-        let start = crate::plain::fields_start(value_offset)?;
-        let (segment, local) = self
-            .locate(start)
-            .ok_or_else(|| corrupt("no segment holds this log offset"))?;
+    /// The bytes from global offset `offset` to the end of the segment that holds it,
+    /// borrowed from the map for as long as the guard. For offsets inside complete records.
+    pub(crate) fn bytes_from(&mut self, offset: u64) -> Result<&'g [u8]> {
+        let Some((segment, local)) = self.locate(offset) else {
+            return Err(Error::corruption(
+                self.log.shared.storage.path(),
+                offset,
+                "no segment holds this log offset",
+            ));
+        };
         // SAFETY: complete records are never written again; `locate` found the offset inside
         // the mapping, which lives while the guard does.
-        let bytes = unsafe { segment.bytes_from(local) };
-        let (fields, rest) = bytes
-            .split_first_chunk::<{ crate::plain::FIELDS_BYTES }>()
-            .ok_or_else(|| corrupt("a plain entry runs past its segment"))?;
-        let entry = crate::plain::Entry::read(value_offset, fields)?;
-        let length = entry.value.map_or(0, |value| value.length as usize);
-        let value = rest
-            .get(..length)
-            .ok_or_else(|| corrupt("value runs past its segment"))?;
-        Ok((entry, value))
+        Ok(unsafe { segment.bytes_from(local) })
     }
 
     /// Starts loading every cache line of `length` bytes at `offset` (at most to the end of
@@ -103,7 +92,7 @@ impl<'g> LogReader<'_, 'g> {
         let first_line = bytes.as_ptr() as usize & !63;
         let end = bytes.as_ptr() as usize + bytes.len();
         for line in (first_line..end).step_by(64) {
-            crate::index::prefetch(line as *const u8);
+            crate::base::prefetch(line as *const u8);
         }
     }
 
@@ -112,16 +101,41 @@ impl<'g> LogReader<'_, 'g> {
     pub(crate) fn prefetch(&mut self, offset: u64, length: usize) {
         if let Ok(bytes) = self.read_bytes(offset, length) {
             let range = bytes.as_ptr_range();
-            crate::index::prefetch(range.start);
-            crate::index::prefetch(range.end.wrapping_sub(1));
+            crate::base::prefetch(range.start);
+            crate::base::prefetch(range.end.wrapping_sub(1));
         }
     }
 }
 
-/// A plain head's entry is read like a value: checked against the segment that holds it.
-impl crate::index::PlainEntries for LogReader<'_, '_> {
-    #[inline]
-    fn plain_entry_at(&mut self, value_offset: u64) -> Result<crate::plain::Entry> {
-        self.plain_entry(value_offset).map(|(entry, _)| entry)
+impl<'g> RecordBytes<'g> for LogReader<'_, 'g> {
+    fn bytes_from(&mut self, offset: u64) -> Result<&'g [u8]> {
+        LogReader::bytes_from(self, offset)
+    }
+
+    fn corruption(&mut self, offset: u64, reason: &str) -> Error {
+        let storage = self.log.shared.storage.path();
+        match self.locate(offset) {
+            Some((segment, local)) => Error::corruption(storage.join(&segment.name), local, reason),
+            None => Error::corruption(storage, offset, reason),
+        }
+    }
+}
+
+/// Bytes of complete records read back by global log offset: how the layers above read a
+/// record's fields without knowing segments. Implemented by a reader of the open log and by
+/// the recovery scan (for the records it has passed).
+pub(crate) trait RecordBytes<'g> {
+    /// The bytes from global offset `offset` to the end of the segment that holds it, valid
+    /// for `'g` (the guard, or the recovery scan, that keeps them mapped).
+    fn bytes_from(&mut self, offset: u64) -> Result<&'g [u8]>;
+
+    /// A `Corruption` error about global offset `offset`, naming the segment file and the
+    /// offset inside it where a segment holds it.
+    fn corruption(&mut self, offset: u64, reason: &str) -> Error;
+
+    /// Whether records can be read back at all: a replay that only checks records (verify)
+    /// has no log to read them from.
+    fn can_read_back(&self) -> bool {
+        true
     }
 }

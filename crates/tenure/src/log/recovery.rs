@@ -20,8 +20,8 @@ use super::{
     SuperblockState, COMPLETION_SLOTS, MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES,
 };
 use crate::error::{Error, Result};
-use crate::etag::Version;
 use crate::storage::{Mapping, Storage};
+use crate::types::Version;
 
 /// One record found by the recovery scan.
 pub struct RecoveredRecord<'a> {
@@ -29,7 +29,7 @@ pub struct RecoveredRecord<'a> {
     /// Global offset, as `Reservation::location` gave it.
     pub location: u64,
     pub payload: &'a [u8],
-    /// The records replayed before this one, for the replay of plain heads (`plain.rs`).
+    /// The records replayed before this one, read back by offset (`RecordBytes`).
     pub(crate) earlier: EarlierRecords<'a>,
 }
 
@@ -38,26 +38,36 @@ pub(crate) struct EarlierRecords<'a> {
     table: &'a SegmentTable,
     slot_size: u64,
     guard: &'a crossbeam_epoch::Guard,
+    directory: &'a std::path::Path,
 }
 
-impl crate::index::PlainEntries for EarlierRecords<'_> {
-    fn plain_entry_at(&mut self, value_offset: u64) -> Result<crate::plain::Entry> {
-        let corrupt = |reason: &str| Error::corruption("log", value_offset, reason.to_owned());
-        let start = crate::plain::fields_start(value_offset)?;
-        let segment = self
-            .table
-            .get(start / self.slot_size, self.guard)
-            .ok_or_else(|| corrupt("no segment holds this log offset"))?;
-        let local = start - segment.first_slot * self.slot_size;
-        if local + crate::plain::FIELDS_BYTES as u64 > segment.length() {
-            return Err(corrupt("a plain entry runs past its segment"));
+impl<'a> EarlierRecords<'a> {
+    /// The segment holding global offset `offset`, and the offset inside it.
+    fn locate(&self, offset: u64) -> Option<(&'a Segment, u64)> {
+        let segment = self.table.get(offset / self.slot_size, self.guard)?;
+        Some((segment, offset - segment.first_slot * self.slot_size))
+    }
+}
+
+impl<'a> super::RecordBytes<'a> for EarlierRecords<'a> {
+    fn bytes_from(&mut self, offset: u64) -> Result<&'a [u8]> {
+        let (segment, local) = self
+            .locate(offset)
+            .ok_or_else(|| self.corruption(offset, "no segment holds this log offset"))?;
+        if local >= segment.length() {
+            return Err(self.corruption(offset, "past the end of its segment"));
         }
         // SAFETY: inside the mapping, which lives while the scan's guard does.
-        let bytes = unsafe { segment.bytes_from(local) };
-        let fields = bytes[..crate::plain::FIELDS_BYTES]
-            .try_into()
-            .expect("the length was checked");
-        crate::plain::Entry::read(value_offset, fields)
+        Ok(unsafe { segment.bytes_from(local) })
+    }
+
+    fn corruption(&mut self, offset: u64, reason: &str) -> Error {
+        match self.locate(offset) {
+            Some((segment, local)) => {
+                Error::corruption(self.directory.join(&segment.name), local, reason)
+            }
+            None => Error::corruption(self.directory, offset, reason),
+        }
     }
 }
 
@@ -476,6 +486,7 @@ fn scan(
                                     table,
                                     slot_size,
                                     guard: &guard,
+                                    directory,
                                 },
                             })?;
                         }

@@ -13,7 +13,8 @@
 
 use crate::clock::Timestamp;
 use crate::error::{Error, ErrorCode, Result};
-use crate::etag::{ETag, ETagArg, Version};
+use crate::rules::etag::ETagArg;
+use crate::types::{ETag, Version};
 
 /// The conditions of one read or write. Empty lists and `None` mean "not given".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

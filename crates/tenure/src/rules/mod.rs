@@ -3,9 +3,12 @@
 //! compare-and-swap on the item's version.
 
 pub mod conditions;
+pub mod etag;
 pub mod lease;
+pub mod limits;
 pub mod lock;
 pub mod ttl;
+pub mod validate;
 
 #[cfg(test)]
 mod tests_conditions;
@@ -17,7 +20,7 @@ mod tests_lease_checks;
 mod tests_lock;
 
 use crate::error::Error;
-use crate::etag::ETag;
+use crate::types::ETag;
 
 /// Adds the item's current ETag to a refusal that was decided without it (the lease and lock
 /// checks), so every precondition error reports it where the item exists (SPEC §12).

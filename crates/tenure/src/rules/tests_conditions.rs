@@ -4,8 +4,9 @@
 
 use crate::clock::Timestamp;
 use crate::error::{Error, ErrorCode, Result};
-use crate::etag::{ETag, ETagArg};
 use crate::rules::conditions::*;
+use crate::rules::etag::ETagArg;
+use crate::types::ETag;
 
 const CURRENT: ETag = ETag(0x10);
 const STALE: ETag = ETag(0x05);

@@ -1,0 +1,165 @@
+//! What callers pass in and get back: options, items, pages.
+
+use std::sync::Arc;
+
+use crate::clock::{Clock, SystemClock, Timestamp};
+use crate::log::Durability;
+use crate::rules::conditions::Conditions;
+use crate::rules::lease::LeaseId;
+use crate::rules::limits::Limits;
+use crate::rules::lock::LockHandle;
+use crate::rules::ttl::Ttl;
+use crate::types::{ETag, Version};
+
+#[derive(Clone)]
+pub struct StoreOptions {
+    pub durability: Durability,
+    /// Size of each log segment; fixed when the store is created.
+    pub segment_size_bytes: u64,
+    pub limits: Limits,
+    pub clock: Arc<dyn Clock>,
+    /// How often a background thread looks for sealed segments to compact; `None` leaves
+    /// compaction to explicit `compact()` calls.
+    pub background_compaction_interval: Option<std::time::Duration>,
+    /// The background thread compacts once at least this many segments are sealed.
+    pub background_compaction_sealed_segments: usize,
+    /// The change feed keeps at least the last this-many versions: compaction does not remove
+    /// a segment holding one of them.
+    pub change_feed_retention_versions: Option<u64>,
+    /// ... and at least this many bytes of log behind the tail.
+    pub change_feed_retention_bytes: Option<u64>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions {
+            durability: Durability::Sync,
+            segment_size_bytes: 64 << 20,
+            limits: Limits::default(),
+            clock: Arc::new(SystemClock::new()),
+            background_compaction_interval: Some(std::time::Duration::from_secs(1)),
+            background_compaction_sealed_segments: 4,
+            change_feed_retention_versions: None,
+            change_feed_retention_bytes: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("StoreOptions")
+            .field("durability", &self.durability)
+            .field("segment_size_bytes", &self.segment_size_bytes)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Options of a read (get, get properties).
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    pub conditions: Conditions,
+    /// Reads of a leased item may name the lease (SPEC §4): a wrong id is refused.
+    pub lease_id: Option<LeaseId>,
+}
+
+/// Options of a write (put, create, replace, delete, set metadata).
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    pub conditions: Conditions,
+    pub content_type: Option<String>,
+    /// User metadata; a put replaces the item's metadata with this.
+    pub metadata: Vec<(String, String)>,
+    pub ttl: Ttl,
+    /// Required to write an item whose lease is Leased or Breaking (SPEC §4).
+    pub lease_id: Option<LeaseId>,
+    /// A write with the handle of the item's cache lock replaces it and unlocks (SPEC §6);
+    /// a write without a handle replaces it and releases any lock.
+    pub lock_handle: Option<LockHandle>,
+}
+
+impl WriteOptions {
+    pub fn with_conditions(conditions: Conditions) -> WriteOptions {
+        WriteOptions {
+            conditions,
+            ..WriteOptions::default()
+        }
+    }
+}
+
+/// Options of a container write (delete, set metadata): conditions on the container's ETag and
+/// dates, and its lease id (required to delete a leased container; must match if given).
+#[derive(Debug, Clone, Default)]
+pub struct ContainerWriteOptions {
+    pub conditions: Conditions,
+    pub lease_id: Option<LeaseId>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ContainerOptions {
+    pub metadata: Vec<(String, String)>,
+    /// Seconds an item lives after its last write unless it sets its own TTL.
+    pub default_ttl_seconds: Option<u32>,
+}
+
+/// An item as a read returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub key: Vec<u8>,
+    /// `None` from `get_properties` and from listings that did not ask for values.
+    pub value: Option<Vec<u8>>,
+    pub etag: ETag,
+    pub version: Version,
+    pub last_modified: Timestamp,
+    pub content_type: Option<String>,
+    pub metadata: Vec<(String, String)>,
+    pub expires_at: Option<Timestamp>,
+}
+
+/// An item lent to the closure of `Store::get_with`: every field borrowed, the value from
+/// the log's mapping, for the length of the call. [`ItemRef::to_item`] copies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemRef<'a> {
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+    pub etag: ETag,
+    pub version: Version,
+    pub last_modified: Timestamp,
+    pub content_type: Option<&'a str>,
+    pub metadata: &'a [(String, String)],
+    pub expires_at: Option<Timestamp>,
+}
+
+impl ItemRef<'_> {
+    /// The item as `get` returns it, value and all.
+    pub fn to_item(&self) -> Item {
+        Item {
+            key: self.key.to_vec(),
+            value: Some(self.value.to_vec()),
+            etag: self.etag,
+            version: self.version,
+            last_modified: self.last_modified,
+            content_type: self.content_type.map(str::to_owned),
+            metadata: self.metadata.to_vec(),
+            expires_at: self.expires_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerProperties {
+    pub name: String,
+    pub etag: ETag,
+    pub last_modified: Timestamp,
+    pub metadata: Vec<(String, String)>,
+    pub default_ttl_seconds: Option<u32>,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    pub items: Vec<Item>,
+    /// Pass it to the next `list` call; `None` on the last page.
+    pub continuation: Option<String>,
+}

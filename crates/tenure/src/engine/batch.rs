@@ -1,0 +1,610 @@
+//! Batches (SPEC §8): operations on any items of any containers, applied in order, each
+//! seeing the ones before it, committed all or nothing under one version.
+//!
+//! Protocol: evaluate every operation against the current heads (an overlay carries earlier
+//! operations' effects); reserve one log record; install a `Pending` node on every key the
+//! batch touches (a placeholder on keys it only checks), each expecting the head it evaluated.
+//! If any head moved, take every pending node back and start over. Otherwise mark the written
+//! nodes `Committed`, take the placeholders back, and commit the record. Writers wait for
+//! pending nodes to resolve and never build on them, so taking them back always succeeds and
+//! a batch is never half visible.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crossbeam_epoch::Shared;
+
+use crate::backend::options::WriteOptions;
+use crate::engine::core::{facts_of, Engine};
+use crate::engine::write::coordination_after_write;
+use crate::error::{Error, ErrorCode, Result};
+use crate::index::catalog::Incarnation;
+use crate::index::plain;
+use crate::index::point_index::HintCell;
+use crate::index::Properties;
+use crate::index::{
+    coordination_box, index_key, node_of, view, ItemSlot, NewVersion, ValueLocation, VersionNode,
+    VersionRef, COMMITTED, PENDING,
+};
+use crate::log::record::HEADER_BYTES;
+use crate::log::Durability;
+use crate::record::Coordination;
+use crate::record::{self, ItemWrite};
+use crate::rules::conditions::{self, Conditions, ItemFacts, WriteKind};
+use crate::rules::ttl;
+use crate::rules::validate;
+use crate::rules::with_current_etag;
+use crate::types::{ETag, Version};
+
+/// A batch attempt that keeps meeting concurrent writers gives up after this many tries.
+const MAX_BATCH_ATTEMPTS: usize = 10_000;
+
+enum Operation {
+    Write {
+        kind: WriteKind,
+        /// Shared with the operation before it when that names the same container, so a batch
+        /// of writes to one container holds its name once.
+        container: Arc<str>,
+        key: Span,
+        /// `None` deletes.
+        value: Option<Span>,
+        options: WriteOptions,
+    },
+    Check {
+        container: Arc<str>,
+        key: Span,
+        options: WriteOptions,
+    },
+}
+
+/// Where an operation's key or value is in the batch's byte arena.
+#[derive(Clone, Copy)]
+struct Span {
+    start: usize,
+    length: usize,
+}
+
+impl Span {
+    fn of(self, bytes: &[u8]) -> &[u8] {
+        &bytes[self.start..self.start + self.length]
+    }
+}
+
+impl Operation {
+    fn container(&self) -> Arc<str> {
+        match self {
+            Operation::Write { container, .. } | Operation::Check { container, .. } => {
+                Arc::clone(container)
+            }
+        }
+    }
+
+    /// The operation's container and key (`bytes`: the batch's arena).
+    fn target<'a>(&'a self, bytes: &'a [u8]) -> (&'a str, &'a [u8]) {
+        match self {
+            Operation::Write { container, key, .. } | Operation::Check { container, key, .. } => {
+                (container, key.of(bytes))
+            }
+        }
+    }
+
+    fn container_name(&self) -> &str {
+        match self {
+            Operation::Write { container, .. } | Operation::Check { container, .. } => container,
+        }
+    }
+}
+
+/// A batch under construction. Nothing happens until `commit`.
+pub struct Batch<'store> {
+    store: &'store Engine,
+    operations: Vec<Operation>,
+    /// Every operation's key and value, one after another: one growing buffer instead of two
+    /// allocations per operation.
+    bytes: Vec<u8>,
+}
+
+/// The item state an operation sees: what is stored, or what an earlier operation wrote.
+#[derive(Clone)]
+enum Seen {
+    Stored(Option<ItemFacts>),
+    /// Written earlier in this batch (its ETag is the batch's, unknown to callers yet).
+    Written {
+        exists: bool,
+        last_modified: u64,
+    },
+}
+
+impl Seen {
+    fn facts(&self) -> Option<ItemFacts> {
+        match self {
+            Seen::Stored(facts) => *facts,
+            Seen::Written {
+                exists,
+                last_modified,
+            } => exists.then_some(ItemFacts {
+                etag: ETag(Version::MAX),
+                version: Version::MAX,
+                last_modified: *last_modified,
+            }),
+        }
+    }
+}
+
+struct Touched<'g> {
+    slot: ItemSlot,
+    /// The key's value-hint cell (`Index::get_or_insert_with_hint_cell`).
+    hint_cell: HintCell<'g>,
+    incarnation: Arc<Incarnation>,
+    head: Shared<'g, VersionNode>,
+    /// The version `head` names, which the batch's checks were judged against.
+    head_version: Option<VersionRef<'g>>,
+    seen: Seen,
+    /// The key's lease and lock as the next operation sees them.
+    coordination: Coordination,
+    /// The final write of this key (index of the operation), if the batch writes it.
+    final_write: Option<usize>,
+    /// The item existed before the batch (for the change feed's created/updated).
+    existed_before: bool,
+}
+
+/// A key's version a batch attempt has installed, pending until the batch resolves.
+struct Installed<'t, 'g> {
+    entry: &'t Touched<'g>,
+    /// The head the attempt installed: a pending node, or a pending plain head (`plain`).
+    head: Shared<'g, VersionNode>,
+    /// The batch writes the key (else the version is a placeholder for its checks).
+    written: bool,
+    plain: bool,
+    value: Option<ValueLocation>,
+}
+
+impl Installed<'_, '_> {
+    /// Takes the version back: the attempt failed.
+    fn take_back(self, guard: &crossbeam_epoch::Guard) {
+        if self.plain {
+            self.entry
+                .slot
+                .resolve_pending_plain(self.head, false, guard);
+        } else {
+            self.entry.slot.uninstall(self.head, guard);
+        }
+    }
+}
+
+impl Engine {
+    pub fn batch(&self) -> Batch<'_> {
+        Batch {
+            store: self,
+            operations: Vec::new(),
+            bytes: Vec::new(),
+        }
+    }
+}
+
+impl<'store> Batch<'store> {
+    pub fn put(
+        &mut self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: WriteOptions,
+    ) -> &mut Self {
+        self.write(WriteKind::Put, container, key, Some(value), options)
+    }
+
+    pub fn create(
+        &mut self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: WriteOptions,
+    ) -> &mut Self {
+        self.write(WriteKind::Create, container, key, Some(value), options)
+    }
+
+    pub fn replace(
+        &mut self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: WriteOptions,
+    ) -> &mut Self {
+        self.write(WriteKind::Replace, container, key, Some(value), options)
+    }
+
+    pub fn delete(&mut self, container: &str, key: &[u8], options: WriteOptions) -> &mut Self {
+        self.write(WriteKind::Delete, container, key, None, options)
+    }
+
+    /// Asserts conditions (with none: that the item exists) without writing.
+    pub fn check(&mut self, container: &str, key: &[u8], conditions: Conditions) -> &mut Self {
+        self.check_with(container, key, WriteOptions::with_conditions(conditions))
+    }
+
+    /// A check that also names the item's lease id or lock handle (`options.conditions`,
+    /// `lease_id`, `lock_handle`; the other fields are ignored).
+    pub fn check_with(&mut self, container: &str, key: &[u8], options: WriteOptions) -> &mut Self {
+        let container = self.shared_container_name(container);
+        let key = self.append_bytes(key);
+        self.operations.push(Operation::Check {
+            container,
+            key,
+            options,
+        });
+        self
+    }
+
+    fn write(
+        &mut self,
+        kind: WriteKind,
+        container: &str,
+        key: &[u8],
+        value: Option<&[u8]>,
+        options: WriteOptions,
+    ) -> &mut Self {
+        let container = self.shared_container_name(container);
+        let key = self.append_bytes(key);
+        let value = value.map(|value| self.append_bytes(value));
+        self.operations.push(Operation::Write {
+            kind,
+            container,
+            key,
+            value,
+            options,
+        });
+        self
+    }
+
+    /// The previous operation's container name when it is the same, else a new one.
+    fn shared_container_name(&self, container: &str) -> Arc<str> {
+        match self.operations.last() {
+            Some(previous) if previous.container_name() == container => previous.container(),
+            _ => Arc::from(container),
+        }
+    }
+
+    fn append_bytes(&mut self, bytes: &[u8]) -> Span {
+        let span = Span {
+            start: self.bytes.len(),
+            length: bytes.len(),
+        };
+        self.bytes.extend_from_slice(bytes);
+        span
+    }
+
+    pub fn len(&self) -> usize {
+        self.operations.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.operations.is_empty()
+    }
+
+    /// Commits every operation or none. Returns the batch's version (every written item's
+    /// new ETag). On failure: `Error::BatchFailed { index, error }`.
+    pub fn commit(self) -> Result<Version> {
+        let store = self.store;
+        store.check_open()?;
+        self.validate()?;
+        for _ in 0..MAX_BATCH_ATTEMPTS {
+            if let Some(version) = self.attempt()? {
+                return Ok(version);
+            }
+        }
+        Err(Error::invalid(
+            "batch",
+            "gave up after too many concurrent writes to its keys",
+        ))
+    }
+
+    fn failed(&self, index: usize, error: Error) -> Error {
+        Error::BatchFailed {
+            index,
+            error: Box::new(error),
+            operation_count: self.operations.len(),
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let limits = &self.store.limits;
+        if self.operations.is_empty() {
+            return Err(Error::invalid(
+                "batch",
+                "a batch needs at least one operation",
+            ));
+        }
+        if self.operations.len() > limits.max_batch_operations {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "at most {} operations, got {}",
+                    limits.max_batch_operations,
+                    self.operations.len()
+                ),
+            ));
+        }
+        let mut total_bytes = 0usize;
+        for (index, operation) in self.operations.iter().enumerate() {
+            let (container, key) = operation.target(&self.bytes);
+            let checked =
+                validate::container_name(container).and_then(|()| validate::key(key, limits));
+            let checked = checked.and_then(|()| match operation {
+                Operation::Write { value, options, .. } => {
+                    let value = value.map_or(&[][..], |value| value.of(&self.bytes));
+                    total_bytes += key.len() + value.len();
+                    validate::value(value, limits)
+                        .and_then(|()| validate::metadata(&options.metadata, limits))
+                        .and_then(|()| {
+                            validate::content_type(options.content_type.as_deref(), limits)
+                        })
+                        .and_then(|()| options.ttl.validate().map(|_| ()))
+                }
+                Operation::Check { .. } => Ok(()),
+            });
+            checked.map_err(|error| self.failed(index, error))?;
+        }
+        if total_bytes > limits.max_batch_bytes {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "at most {} bytes of keys and values, got {total_bytes}",
+                    limits.max_batch_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// One try. `Ok(None)`: a head moved under us; try again.
+    fn attempt(&self) -> Result<Option<Version>> {
+        let store = self.store;
+        let guard = crossbeam_epoch::pin();
+        let mut fields = store.log.reader(&guard);
+        let now = store.now();
+        // The keys the batch touches, in the order it first touches them, and where each one
+        // is in `touched`. Keyed by borrowed (container id, key): no key is copied.
+        let mut touched: Vec<Touched<'_>> = Vec::with_capacity(self.operations.len());
+        let mut positions: HashMap<(u64, &[u8]), usize, foldhash::fast::RandomState> =
+            HashMap::with_capacity_and_hasher(self.operations.len(), Default::default());
+        // Consecutive operations mostly name the same container: look it up once for them.
+        let mut last_container: Option<(&str, Arc<Incarnation>)> = None;
+        // Evaluate every operation in order against heads plus the overlay.
+        for (index, operation) in self.operations.iter().enumerate() {
+            let (container, key) = operation.target(&self.bytes);
+            let incarnation = match &last_container {
+                Some((name, incarnation)) if *name == container => Arc::clone(incarnation),
+                _ => {
+                    let incarnation = store.catalog.live(container).ok_or_else(|| {
+                        self.failed(index, Error::rejected(ErrorCode::ContainerNotFound))
+                    })?;
+                    last_container = Some((container, Arc::clone(&incarnation)));
+                    incarnation
+                }
+            };
+            let position = match positions.entry((incarnation.id, key)) {
+                Entry::Occupied(occupied) => *occupied.get(),
+                Entry::Vacant(vacant) => {
+                    let index_key = index_key(incarnation.id, key);
+                    let (slot, hint_cell) =
+                        store.index.get_or_insert_with_hint_cell(&index_key, &guard);
+                    let head = slot.settled_head(&guard);
+                    let head_version = view(head, &mut fields)?;
+                    let facts = head_version
+                        .as_deref()
+                        .filter(|node| node.is_live_at(now))
+                        .map(facts_of);
+                    let coordination = head_version
+                        .as_deref()
+                        .and_then(|node| node.coordination().cloned())
+                        .unwrap_or_default();
+                    touched.push(Touched {
+                        slot,
+                        hint_cell,
+                        incarnation,
+                        head,
+                        head_version,
+                        existed_before: facts.is_some(),
+                        seen: Seen::Stored(facts),
+                        coordination,
+                        final_write: None,
+                    });
+                    *vacant.insert(touched.len() - 1)
+                }
+            };
+            let entry = &mut touched[position];
+            let facts = entry.seen.facts();
+            let (kind, options) = match operation {
+                Operation::Write { kind, options, .. } => (*kind, options),
+                Operation::Check { options, .. } => (WriteKind::Check, options),
+            };
+            let conditions = &options.conditions;
+            let etag = facts
+                .map(|facts| facts.etag)
+                .filter(|etag| etag.version() != Version::MAX);
+            let coordination = conditions::check_write_existence(kind, conditions, facts.as_ref())
+                .and_then(|()| {
+                    coordination_after_write(
+                        &entry.coordination,
+                        facts.is_some(),
+                        kind,
+                        options,
+                        now,
+                    )
+                    .map_err(|error| with_current_etag(error, etag))
+                })
+                .and_then(|coordination| {
+                    conditions::check_write_conditions(kind, conditions, facts.as_ref())
+                        .map(|()| coordination)
+                })
+                .map_err(|error| {
+                    let judged_against = entry.head_version.as_deref();
+                    self.failed(index, store.settle_refusal(judged_against, error))
+                })?;
+            entry.coordination = coordination;
+            if let Operation::Write { value, .. } = operation {
+                entry.seen = Seen::Written {
+                    exists: value.is_some(),
+                    last_modified: now,
+                };
+                entry.final_write = Some(index);
+            }
+        }
+        // One record for the whole batch.
+        let mut writes = Vec::new();
+        for entry in &touched {
+            if let Some(index) = entry.final_write {
+                let Operation::Write {
+                    key,
+                    value,
+                    options,
+                    ..
+                } = &self.operations[index]
+                else {
+                    unreachable!("final writes are writes")
+                };
+                let value = value.map(|value| value.of(&self.bytes));
+                writes.push(ItemWrite {
+                    container_id: entry.incarnation.id,
+                    key: key.of(&self.bytes),
+                    value,
+                    last_modified: now,
+                    expires_at: value.and_then(|_| {
+                        ttl::expires_at(now, options.ttl, entry.incarnation.default_ttl_seconds)
+                    }),
+                    content_type: options.content_type.as_deref(),
+                    metadata: &options.metadata,
+                    etag_version: 0,
+                    created: !entry.existed_before && value.is_some(),
+                    expired: false,
+                    coordination: Some(&entry.coordination),
+                });
+            }
+        }
+        let mut value_offsets = Vec::with_capacity(writes.len());
+        let reservation = record::with_record_scratch(|payload| {
+            // Sized exactly up front: a large batch's payload is never copied to grow it.
+            let payload_bytes = 1 + 4 + writes.iter().map(record::item_write_size).sum::<usize>();
+            payload.reserve(payload_bytes);
+            payload.push(record::OP_BATCH);
+            payload.extend_from_slice(&(writes.len() as u32).to_le_bytes());
+            for write in &writes {
+                value_offsets.push(record::encode_item_write(payload, write));
+            }
+            debug_assert_eq!(payload.len(), payload_bytes);
+            let mut reservation = store.log.reserve(payload.len())?;
+            // Each entry says the batch's version, so a plain head can name it (`plain.rs`).
+            for (write, &value_offset) in writes.iter().zip(&value_offsets) {
+                plain::patch_version(payload, value_offset, write, reservation.version());
+            }
+            reservation.write_payload(payload)?;
+            Ok::<_, Error>(reservation)
+        })?;
+        let version = reservation.version();
+        let record_start = reservation.location() + HEADER_BYTES as u64;
+        // Install pending versions: the written state, or a placeholder on checked-only keys.
+        // A new key's version whose entry says all of it goes in as a pending plain head
+        // (`plain.rs`), with no node; the others as pending nodes.
+        let buffered = store.log.durability() == Durability::Buffered;
+        let mut installed: Vec<Installed<'_, '_>> = Vec::new();
+        let mut write_at = 0;
+        let mut moved = false;
+        for entry in &touched {
+            let mut plain = false;
+            let node = match entry.final_write {
+                Some(_) => {
+                    let write = &writes[write_at];
+                    let offset = value_offsets[write_at];
+                    write_at += 1;
+                    plain = buffered
+                        && entry.head.is_null()
+                        && write.value.is_some()
+                        && plain::is_plain_write(write);
+                    VersionNode::new(NewVersion {
+                        version,
+                        etag_version: version,
+                        status: PENDING,
+                        value: write.value.map(|value| {
+                            ValueLocation::new(record_start + offset as u64, value.len() as u32)
+                        }),
+                        last_modified: now,
+                        expires_at: write.expires_at,
+                        properties: Properties::boxed(write.content_type, write.metadata.to_vec()),
+                        coordination: coordination_box(entry.coordination.clone()),
+                    })
+                }
+                None => VersionNode::new(NewVersion {
+                    version,
+                    etag_version: version,
+                    status: PENDING,
+                    value: None,
+                    last_modified: now,
+                    expires_at: None,
+                    properties: None,
+                    coordination: None,
+                }),
+            };
+            store.index.note_expiry(node.expires_at());
+            let value = node.value();
+            let result = match value {
+                Some(location) if plain => {
+                    entry
+                        .slot
+                        .install_plain(entry.head, location.offset(), true, &guard)
+                }
+                _ => entry.slot.install(entry.head, node, &guard),
+            };
+            match result {
+                Ok(head) => installed.push(Installed {
+                    entry,
+                    head,
+                    written: entry.final_write.is_some(),
+                    plain,
+                    value,
+                }),
+                Err(_) => {
+                    moved = true;
+                    break;
+                }
+            }
+        }
+        if moved {
+            for installed in installed {
+                installed.take_back(&guard);
+            }
+            reservation.abort();
+            return Ok(None);
+        }
+        for installed in &installed {
+            let Installed { entry, head, .. } = installed;
+            if installed.plain {
+                entry.slot.resolve_pending_plain(*head, true, &guard);
+            } else if installed.written {
+                let node = node_of(*head).expect("our own node, alive under `guard`");
+                node.status.store(COMMITTED, Ordering::Release);
+            } else {
+                entry.slot.uninstall(*head, &guard);
+            }
+            if let (true, Some(location)) = (installed.written, installed.value) {
+                store.index.note_value_location(
+                    entry.slot.index_key(),
+                    Some(entry.hint_cell),
+                    location,
+                );
+            }
+        }
+        reservation.commit()?;
+        for installed in &installed {
+            let Installed { entry, head, .. } = installed;
+            if entry.incarnation.deleted_version.load(Ordering::Acquire) < version {
+                return Err(Error::rejected(ErrorCode::ContainerNotFound));
+            }
+            if installed.written && !installed.plain {
+                store.maybe_prune(&entry.slot, *head, &guard);
+            }
+        }
+        Ok(Some(version))
+    }
+}

@@ -1,0 +1,313 @@
+//! The change feed (SPEC §10): every committed change in version order — item creates,
+//! updates and deletes, container creates and deletes — read straight from the log, resumable
+//! from any version still retained. A batch appears as its operations, all with its version.
+//! Records that are not changes (compaction's copies, lease and lock changes, aborts) are
+//! skipped.
+
+use std::time::Duration;
+
+use crate::engine::core::Engine;
+use crate::error::{Error, Result};
+use crate::record::{self, DecodedRecord};
+use crate::rules::validate;
+use crate::types::{ETag, Version};
+
+/// At most this many changes per `changes` call.
+pub const MAX_CHANGES_PER_CALL: usize = 100_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// An item written where none existed.
+    Created,
+    /// An existing item's value or properties replaced.
+    Updated,
+    Deleted,
+    /// The item's TTL ran out; reported at the version that recorded it.
+    Expired,
+    ContainerCreated,
+    ContainerDeleted,
+}
+
+/// One committed change, borrowed from the log (see `visit_changes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeRef<'a> {
+    pub version: Version,
+    pub kind: ChangeKind,
+    pub container: &'a str,
+    pub key: Option<&'a [u8]>,
+    pub etag: Option<ETag>,
+    /// The new value (creates and updates).
+    pub value: Option<&'a [u8]>,
+}
+
+impl ChangeRef<'_> {
+    pub fn to_owned(&self, include_value: bool) -> Change {
+        Change {
+            version: self.version,
+            kind: self.kind,
+            container: self.container.to_owned(),
+            key: self.key.map(<[u8]>::to_vec),
+            etag: self.etag,
+            value: self.value.filter(|_| include_value).map(<[u8]>::to_vec),
+        }
+    }
+}
+
+/// One committed change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub version: Version,
+    pub kind: ChangeKind,
+    pub container: String,
+    /// `None` for container changes.
+    pub key: Option<Vec<u8>>,
+    /// The item's new ETag (creates and updates).
+    pub etag: Option<ETag>,
+    /// The new value, when asked for (creates and updates).
+    pub value: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChangesOptions {
+    /// Only this container's changes (its create and delete included).
+    pub container: Option<String>,
+    pub include_values: bool,
+    /// At most this many changes (1..=100,000); a caller continues from the last version.
+    pub max_changes: usize,
+}
+
+impl Change {
+    pub fn as_ref(&self) -> ChangeRef<'_> {
+        ChangeRef {
+            version: self.version,
+            kind: self.kind,
+            container: &self.container,
+            key: self.key.as_deref(),
+            etag: self.etag,
+            value: self.value.as_deref(),
+        }
+    }
+}
+
+impl Default for ChangesOptions {
+    fn default() -> ChangesOptions {
+        ChangesOptions {
+            container: None,
+            include_values: false,
+            max_changes: 1000,
+        }
+    }
+}
+
+impl Engine {
+    /// Committed changes with versions greater than `since`, oldest first, up to
+    /// `options.max_changes`. Resume by passing the last version you processed. Fails with
+    /// `InvalidArgument` (naming the oldest available version) when `since` is older than the
+    /// retained log.
+    pub fn changes(&self, since: Version, options: &ChangesOptions) -> Result<Vec<Change>> {
+        let mut changes = Vec::new();
+        self.visit_changes(since, options, &mut |change| {
+            changes.push(change.to_owned(options.include_values));
+            changes.len() < options.max_changes
+        })?;
+        Ok(changes)
+    }
+
+    /// Like [`changes`](Self::changes) without copying: `visit` sees each change with its key
+    /// and value borrowed from the log's mapping, and returns `false` to stop. At most
+    /// `options.max_changes` are visited.
+    pub fn visit_changes(
+        &self,
+        since: Version,
+        options: &ChangesOptions,
+        visit: &mut dyn FnMut(ChangeRef<'_>) -> bool,
+    ) -> Result<()> {
+        self.check_open()?;
+        self.check_feed_request(since, options)?;
+        let (start, _) = self.log.feed_start(since);
+        let mut names: Vec<(u64, Option<String>)> = Vec::new();
+        let mut visited = 0usize;
+        let mut owned = Vec::new();
+        self.log
+            .read_records(start, since, &mut |version, location, payload| {
+                let corrupt = |reason: &str| {
+                    Error::corruption("log", location, format!("change feed: {reason}"))
+                };
+                let mut items = Vec::with_capacity(1);
+                if record::decode_feed_items(payload, &mut items).map_err(corrupt)? {
+                    for item in &items {
+                        let Some(name) = self.container_name_cached(item.container_id, &mut names)
+                        else {
+                            continue;
+                        };
+                        if options
+                            .container
+                            .as_deref()
+                            .is_some_and(|only| only != name)
+                        {
+                            continue;
+                        }
+                        let kind = match (item.value, item.created) {
+                            (None, _) if item.expired => ChangeKind::Expired,
+                            (None, _) => ChangeKind::Deleted,
+                            (Some(_), true) => ChangeKind::Created,
+                            (Some(_), false) => ChangeKind::Updated,
+                        };
+                        visited += 1;
+                        let change = ChangeRef {
+                            version,
+                            kind,
+                            container: name,
+                            key: Some(item.key),
+                            etag: item.value.map(|_| ETag(version)),
+                            value: item.value,
+                        };
+                        if !visit(change) || visited >= options.max_changes {
+                            return Ok(false);
+                        }
+                    }
+                } else {
+                    owned.clear();
+                    self.collect_changes(
+                        version,
+                        record::decode(payload).map_err(corrupt)?,
+                        options,
+                        &mut owned,
+                    );
+                    for change in &owned {
+                        visited += 1;
+                        if !visit(change.as_ref()) || visited >= options.max_changes {
+                            return Ok(false);
+                        }
+                    }
+                }
+                Ok(true)
+            })
+    }
+
+    fn check_feed_request(&self, since: Version, options: &ChangesOptions) -> Result<()> {
+        if options.max_changes == 0 || options.max_changes > MAX_CHANGES_PER_CALL {
+            return Err(Error::invalid(
+                "max_changes",
+                format!("must be 1..={MAX_CHANGES_PER_CALL}"),
+            ));
+        }
+        if let Some(container) = &options.container {
+            validate::container_name(container)?;
+        }
+        let (_, oldest) = self.log.feed_start(since);
+        if let (true, Some(oldest)) = (self.log.first_slot() > 0, oldest) {
+            if since + 1 < oldest {
+                return Err(Error::invalid(
+                    "since_version",
+                    format!(
+                        "changes before version {oldest} were compacted away; the oldest available version is {oldest} (resume from {})",
+                        oldest - 1
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A container's name by id, remembered for the rest of one `changes` call (nameless
+    /// placeholders count as unknown).
+    fn container_name_cached<'c>(
+        &self,
+        id: u64,
+        names: &'c mut Vec<(u64, Option<String>)>,
+    ) -> Option<&'c str> {
+        let at = match names.iter().position(|(known, _)| *known == id) {
+            Some(at) => at,
+            None => {
+                let name = self
+                    .catalog
+                    .by_id(id)
+                    .map(|incarnation| incarnation.name.clone())
+                    .filter(|name| !name.is_empty());
+                names.push((id, name));
+                names.len() - 1
+            }
+        };
+        names[at].1.as_deref()
+    }
+
+    fn collect_changes(
+        &self,
+        version: Version,
+        record: DecodedRecord<'_>,
+        options: &ChangesOptions,
+        changes: &mut Vec<Change>,
+    ) {
+        let container_name = |id: u64| {
+            self.catalog
+                .by_id(id)
+                .map(|incarnation| incarnation.name.clone())
+        };
+        let wanted = |name: &str| options.container.as_deref().is_none_or(|only| only == name);
+        match record {
+            DecodedRecord::Items(items) => {
+                for item in items {
+                    let Some(name) = container_name(item.write.container_id) else {
+                        continue;
+                    };
+                    if name.is_empty() || !wanted(&name) {
+                        continue;
+                    }
+                    let kind = match (item.write.value, item.write.created) {
+                        (None, _) if item.write.expired => ChangeKind::Expired,
+                        (None, _) => ChangeKind::Deleted,
+                        (Some(_), true) => ChangeKind::Created,
+                        (Some(_), false) => ChangeKind::Updated,
+                    };
+                    changes.push(Change {
+                        version,
+                        kind,
+                        container: name,
+                        key: Some(item.write.key.to_vec()),
+                        etag: item.write.value.map(|_| ETag(version)),
+                        value: item
+                            .write
+                            .value
+                            .filter(|_| options.include_values)
+                            .map(<[u8]>::to_vec),
+                    });
+                }
+            }
+            DecodedRecord::ContainerCreate { name, .. } if wanted(name) => changes.push(Change {
+                version,
+                kind: ChangeKind::ContainerCreated,
+                container: name.to_owned(),
+                key: None,
+                etag: Some(ETag(version)),
+                value: None,
+            }),
+            DecodedRecord::ContainerDelete { container_id } => {
+                if let Some(name) =
+                    container_name(container_id).filter(|name| !name.is_empty() && wanted(name))
+                {
+                    changes.push(Change {
+                        version,
+                        kind: ChangeKind::ContainerDeleted,
+                        container: name,
+                        key: None,
+                        etag: None,
+                        value: None,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Blocks until a change newer than `since` is committed or `timeout` passes (no busy
+    /// loop). Returns whether one is there.
+    pub fn wait_for_changes(&self, since: Version, timeout: Duration) -> Result<bool> {
+        self.check_open()?;
+        if timeout > Duration::from_secs(24 * 3600) {
+            return Err(Error::invalid("timeout", "at most 24 hours"));
+        }
+        Ok(self.log.wait_visible_after(since, timeout) > since)
+    }
+}

@@ -1,0 +1,494 @@
+//! Item writes: put, create, replace, delete, set metadata, update. Each follows the order of
+//! checks of SPEC §3 and lands with one compare-and-swap on the item's version chain.
+
+use std::sync::atomic::Ordering;
+
+use crossbeam_epoch::Shared;
+use rand::Rng;
+
+use crate::backend::options::{Item, ReadOptions, WriteOptions};
+use crate::engine::core::{facts_of, Engine};
+use crate::error::{Error, ErrorCode, Result};
+use crate::index::plain;
+use crate::index::Properties;
+use crate::index::{
+    coordination_box, index_key, node_of, view, ItemSlot, NewVersion, ValueLocation, VersionNode,
+    COMMITTED,
+};
+use crate::log::record::HEADER_BYTES;
+use crate::log::Durability;
+use crate::record::Coordination;
+use crate::record::{self, ItemWrite};
+use crate::rules::conditions::{self, Conditions, WriteKind};
+use crate::rules::lease::{self, Access, LeaseEffect};
+use crate::rules::lock::{self, LockEffect};
+use crate::rules::ttl;
+use crate::rules::validate;
+use crate::rules::with_current_etag;
+use crate::types::{ETag, Version};
+
+/// A writer that keeps losing the compare-and-swap to other writers gives up after this many
+/// attempts (each loss means another write succeeded, so the store as a whole progresses).
+const MAX_INSTALL_ATTEMPTS: usize = 100_000;
+
+/// Step 4 of a write (SPEC §3, §4, §6): the lease check, then the lock check, and the
+/// coordination state the written version carries. A lease survives a write made with its id
+/// and is cleared by a write without an id once Expired or Broken; deleting the item drops it.
+/// Every data write releases the item's lock (with its handle, or a plain write replacing it).
+pub(crate) fn coordination_after_write(
+    state: &Coordination,
+    item_present: bool,
+    kind: WriteKind,
+    options: &WriteOptions,
+    now: crate::clock::Timestamp,
+) -> Result<Coordination> {
+    // Nothing to check and nothing to carry: no lease or lock on the item (a plain head has
+    // none), and the write names neither. The rules below give the same.
+    if state.is_empty() && options.lease_id.is_none() && options.lock_handle.is_none() {
+        return Ok(Coordination::default());
+    }
+    // The lease of a deleted or expired item went with it.
+    let lease_record = state.lease.as_ref().filter(|_| item_present);
+    let lease_effect = if kind == WriteKind::Check && options.lease_id.is_none() {
+        LeaseEffect::Keep
+    } else {
+        lease::check_lease_for_item_operation(lease_record, now, options.lease_id, Access::Write)?
+    };
+    // A key force-locked while absent keeps its lock on a node without a value.
+    let key = lock::KeyFacts {
+        item_present,
+        lock: state.lock.as_ref(),
+        now,
+    };
+    let lock_effect = match (options.lock_handle, kind) {
+        (Some(handle), WriteKind::Delete) => lock::delete_with_handle(key, handle)?,
+        (Some(handle), WriteKind::Check) => {
+            lock::check_lock_for_read(key)?;
+            match lock::live_lock(key.lock, now) {
+                Some(live) if live.handle == handle => LockEffect::Keep,
+                Some(_) => return Err(Error::rejected(ErrorCode::InvalidLockHandle)),
+                None => return Err(Error::rejected(ErrorCode::ObjectNotLocked)),
+            }
+        }
+        (Some(handle), _) => lock::put_and_unlock(key, handle)?,
+        (None, WriteKind::Check) => LockEffect::Keep,
+        // A plain write is never refused by a lock: it replaces the item and ends the lock.
+        (None, _) => lock::plain_write(key),
+    };
+    if kind == WriteKind::Check {
+        return Ok(state.clone());
+    }
+    let lease = match (kind, lease_effect) {
+        (WriteKind::Delete, _) | (_, LeaseEffect::Clear) => None,
+        (_, LeaseEffect::Keep) => lease_record.cloned(),
+    };
+    let lock = match lock_effect {
+        LockEffect::Keep => state.lock,
+        LockEffect::Release => None,
+    };
+    Ok(Coordination { lease, lock })
+}
+
+/// What a successful write wrote (a delete writes nothing that a caller reads back).
+pub(crate) struct Written {
+    pub(crate) version: Version,
+    pub(crate) last_modified: crate::clock::Timestamp,
+    pub(crate) expires_at: Option<crate::clock::Timestamp>,
+}
+
+/// What a write does to the item.
+#[derive(Clone, Copy)]
+pub(crate) enum Change<'a> {
+    Value(&'a [u8]),
+    Delete,
+    /// Keep the value, replace content type and metadata.
+    Properties,
+    /// Keep the value and content type, replace metadata.
+    Metadata,
+}
+
+impl Engine {
+    /// Writes the item, creating or replacing it (last writer wins unless conditions say
+    /// otherwise). Returns the new ETag.
+    pub fn put(
+        &self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        self.write_value(container, key, WriteKind::Put, value, options)
+    }
+
+    /// Writes the item only if it does not exist (`AlreadyExists` otherwise).
+    pub fn create(
+        &self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        self.write_value(container, key, WriteKind::Create, value, options)
+    }
+
+    /// Writes the item only if it exists (`NotFound` otherwise).
+    pub fn replace(
+        &self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        self.write_value(container, key, WriteKind::Replace, value, options)
+    }
+
+    /// put, create and replace: a write of a value, returning the new ETag.
+    fn write_value(
+        &self,
+        container: &str,
+        key: &[u8],
+        kind: WriteKind,
+        value: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        let written = self.write_item(container, key, kind, Change::Value(value), options)?;
+        Ok(ETag(
+            written.expect("a write of a value always writes").version,
+        ))
+    }
+
+    pub fn delete(&self, container: &str, key: &[u8], options: &WriteOptions) -> Result<()> {
+        self.write_item(container, key, WriteKind::Delete, Change::Delete, options)
+            .map(|_| ())
+    }
+
+    /// Replaces content type and metadata, keeping the value; a new ETag.
+    pub fn set_properties(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        self.write_item(
+            container,
+            key,
+            WriteKind::SetMetadata,
+            Change::Properties,
+            options,
+        )
+        .map(|written| ETag(written.expect("set_properties always writes").version))
+    }
+
+    /// Replaces the user metadata, keeping the value and content type, in one atomic write;
+    /// a new ETag. `options.content_type` must be `None` (`set_properties` replaces both).
+    pub fn set_metadata(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        if options.content_type.is_some() {
+            return Err(Error::invalid(
+                "content_type",
+                "set_metadata keeps the content type; set_properties replaces it",
+            ));
+        }
+        self.write_item(
+            container,
+            key,
+            WriteKind::SetMetadata,
+            Change::Metadata,
+            options,
+        )
+        .map(|written| ETag(written.expect("set_metadata always writes").version))
+    }
+
+    /// Read, apply `change`, write with `if_match`; on `ConditionNotMet` re-read and retry
+    /// with jittered backoff, at most `max_attempts` times (SPEC §3).
+    pub fn update(
+        &self,
+        container: &str,
+        key: &[u8],
+        max_attempts: usize,
+        mut change: impl FnMut(&[u8]) -> Vec<u8>,
+    ) -> Result<Item> {
+        if max_attempts == 0 || max_attempts > 10_000 {
+            return Err(Error::invalid("max_attempts", "must be 1..=10000"));
+        }
+        let mut last_conflict = None;
+        for attempt in 0..max_attempts {
+            let current = self.get(container, key, &ReadOptions::default())?;
+            let new_value = change(current.value.as_deref().unwrap_or(&[]));
+            let options = WriteOptions {
+                conditions: Conditions::if_match(current.etag),
+                content_type: current.content_type.clone(),
+                metadata: current.metadata.clone(),
+                ..WriteOptions::default()
+            };
+            match self.write_item(
+                container,
+                key,
+                WriteKind::Put,
+                Change::Value(&new_value),
+                &options,
+            ) {
+                Ok(written) => {
+                    let written = written.expect("a put always writes");
+                    return Ok(Item {
+                        value: Some(new_value),
+                        etag: ETag(written.version),
+                        version: written.version,
+                        last_modified: written.last_modified,
+                        expires_at: written.expires_at,
+                        ..current
+                    });
+                }
+                Err(error) if error.code() == ErrorCode::ConditionNotMet => {
+                    last_conflict = Some(error);
+                    let ceiling_micros = 50u64 << attempt.min(8);
+                    let pause = rand::thread_rng().gen_range(0..=ceiling_micros);
+                    std::thread::sleep(std::time::Duration::from_micros(pause));
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(last_conflict.expect("at least one attempt ran"))
+    }
+
+    /// The common write path. Returns the new version, or `None` for a delete.
+    pub(crate) fn write_item(
+        &self,
+        container: &str,
+        key: &[u8],
+        kind: WriteKind,
+        change: Change<'_>,
+        options: &WriteOptions,
+    ) -> Result<Option<Written>> {
+        // 1. arguments
+        self.check_open()?;
+        validate::container_name(container)?;
+        validate::key(key, &self.limits)?;
+        if let Change::Value(value) = change {
+            validate::value(value, &self.limits)?;
+        }
+        validate::metadata(&options.metadata, &self.limits)?;
+        validate::content_type(options.content_type.as_deref(), &self.limits)?;
+        options.ttl.validate()?;
+        // 2. container
+        let incarnation = self
+            .catalog
+            .live(container)
+            .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
+        let key_bytes = index_key(incarnation.id, key);
+        let guard = crossbeam_epoch::pin();
+        let inserts = matches!(kind, WriteKind::Put | WriteKind::Create);
+        let Some((slot, hint_cell)) = self.index.slot_for_write(&key_bytes, inserts, &guard) else {
+            conditions::check_write_existence(kind, &options.conditions, None)?;
+            return Err(Error::rejected(ErrorCode::NotFound));
+        };
+        for _ in 0..MAX_INSTALL_ATTEMPTS {
+            let now = self.now();
+            let head = slot.settled_head(&guard);
+            let head_version = view(head, &mut self.log.reader(&guard))?;
+            let head_node = head_version.as_deref();
+            let current = head_node.filter(|node| node.is_live_at(now));
+            let facts = current.map(facts_of);
+            let state = head_node
+                .and_then(|node| node.coordination().cloned())
+                .unwrap_or_default();
+            // 3. existence, 4. lease and lock, 5. conditions
+            let checked =
+                conditions::check_write_existence(kind, &options.conditions, facts.as_ref())
+                    .and_then(|()| {
+                        coordination_after_write(&state, current.is_some(), kind, options, now)
+                            .map_err(|error| {
+                                with_current_etag(error, facts.map(|facts| facts.etag))
+                            })
+                    })
+                    .and_then(|coordination| {
+                        conditions::check_write_conditions(
+                            kind,
+                            &options.conditions,
+                            facts.as_ref(),
+                        )
+                        .map(|()| coordination)
+                    });
+            let coordination = match checked {
+                Ok(coordination) => coordination,
+                Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
+            };
+            // 6. the change, atomically with the checks: the CAS expects `head`.
+            // Properties are borrowed (from the options, or the current version under
+            // `guard`): only a version node, which few writes need, owns a copy.
+            let (value, content_type, metadata): (Option<&[u8]>, Option<&str>, &[_]) = match change
+            {
+                Change::Value(value) => (
+                    Some(value),
+                    options.content_type.as_deref(),
+                    &options.metadata,
+                ),
+                Change::Delete => (None, None, &[]),
+                Change::Properties | Change::Metadata => {
+                    let node = current.expect("existence was checked");
+                    // Borrowed from the log under `guard`, which outlives this write.
+                    let value = match node.value() {
+                        Some(location) => {
+                            // The newest version may not be acknowledged yet, and in a `sync`
+                            // store its record reaches the mapping only with its group's
+                            // sync (log/staging.rs): wait for it, as a read would.
+                            if node.version > self.version() {
+                                self.log.wait(node.version)?;
+                            }
+                            self.value_bytes(location, &guard)?
+                        }
+                        None => &[],
+                    };
+                    let content_type = match change {
+                        Change::Metadata => node
+                            .properties()
+                            .and_then(|properties| properties.content_type.as_deref()),
+                        _ => options.content_type.as_deref(),
+                    };
+                    (Some(value), content_type, &options.metadata)
+                }
+            };
+            let expires_at = value
+                .as_ref()
+                .and_then(|_| ttl::expires_at(now, options.ttl, incarnation.default_ttl_seconds));
+            let write = ItemWrite {
+                container_id: incarnation.id,
+                key,
+                value,
+                last_modified: now,
+                expires_at,
+                content_type,
+                metadata,
+                etag_version: 0,
+                created: current.is_none() && value.is_some(),
+                expired: false,
+                coordination: Some(&coordination),
+            };
+            let mut reservation = self.log.reserve(1 + record::item_write_size(&write))?;
+            let version = reservation.version();
+            // Encoded in place, into the mapping in a `buffered` store.
+            let value_offset = reservation.write_payload_with(|payload| {
+                let mut out = record::PayloadWriter::new(payload);
+                record::Sink::push(&mut out, record::OP_ITEM_WRITE);
+                let value_offset = record::encode_item_write(&mut out, &write);
+                let payload = out.finish();
+                // The entry says its own version, so a plain head can name it (`plain.rs`).
+                plain::patch_version(payload, value_offset, &write, version);
+                value_offset
+            })?;
+            let value_location = value.map(|value| {
+                ValueLocation::new(
+                    reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
+                    value.len() as u32,
+                )
+            });
+            // A version whose entry says all of it, when the mapping already holds the entry,
+            // is a plain head: no node (`plain.rs`). It goes over nothing, or replaces the
+            // head and its chain outright while no snapshot is open (checked after the
+            // reservation).
+            let plain_offset = value_location
+                .filter(|_| {
+                    self.log.durability() == Durability::Buffered
+                        && plain::is_plain_write(&write)
+                        && (head.is_null() || self.may_replace_head())
+                })
+                .map(|location| location.offset());
+            self.index.note_expiry(expires_at);
+            let installed = match plain_offset {
+                Some(offset) => slot.install_plain(head, offset, false, &guard),
+                None => {
+                    let node = VersionNode::new(NewVersion {
+                        version,
+                        etag_version: version,
+                        status: COMMITTED,
+                        value: value_location,
+                        last_modified: now,
+                        expires_at,
+                        properties: Properties::boxed(content_type, metadata.to_vec()),
+                        coordination: coordination_box(coordination),
+                    });
+                    slot.install(head, node, &guard)
+                }
+            };
+            match installed {
+                Ok(installed) => {
+                    if let Some(location) = value_location {
+                        self.index
+                            .note_value_location(&key_bytes, Some(hint_cell), location);
+                    }
+                    reservation.commit()?;
+                    // A container deleted before this write (earlier in the log) took it along.
+                    if incarnation.deleted_version.load(Ordering::Acquire) < version {
+                        return Err(Error::rejected(ErrorCode::ContainerNotFound));
+                    }
+                    self.maybe_prune(&slot, installed, &guard);
+                    // A delete drops the lease; a write may clear an Expired or Broken one.
+                    self.lease_waiters.notify();
+                    return Ok(match change {
+                        Change::Delete => None,
+                        _ => Some(Written {
+                            version,
+                            last_modified: now,
+                            expires_at,
+                        }),
+                    });
+                }
+                Err(_) => {
+                    // Someone else's write landed first: give the record up and re-check.
+                    reservation.abort();
+                }
+            }
+        }
+        Err(Error::invalid(
+            "key",
+            "gave up after too many concurrent writes to this key",
+        ))
+    }
+
+    /// A refusal judged against a version that is installed but not yet acknowledged (its
+    /// writer is still completing or syncing it) is returned only once that version is
+    /// visible: otherwise a read started after the refusal could still see the older state,
+    /// and the refusal would not be linearizable. Successful writes need no such wait: their
+    /// own acknowledgement waits for every earlier version.
+    pub(crate) fn settle_refusal(
+        &self,
+        judged_against: Option<&VersionNode>,
+        refusal: Error,
+    ) -> Error {
+        if let Some(node) = judged_against {
+            if node.version > self.version() {
+                if let Err(error) = self.log.wait(node.version) {
+                    return error;
+                }
+            }
+        }
+        refusal
+    }
+
+    /// Unlinks versions no snapshot can see once a chain grows past a few versions.
+    pub(crate) fn maybe_prune(
+        &self,
+        slot: &ItemSlot,
+        installed: Shared<'_, VersionNode>,
+        guard: &crossbeam_epoch::Guard,
+    ) {
+        const PRUNE_AT_CHAIN_LENGTH: u8 = 4;
+        // A plain head has nothing below it to prune.
+        let Some(node) = node_of(installed) else {
+            return;
+        };
+        if node.chain_length() < PRUNE_AT_CHAIN_LENGTH {
+            return;
+        }
+        let snapshots = self.snapshots.lock();
+        let oldest = self.oldest_snapshot.load(Ordering::Acquire);
+        let keep_from = oldest.min(self.version());
+        let kept = slot.prune(keep_from, guard);
+        node.note_pruned_chain(kept);
+        drop(snapshots);
+    }
+}

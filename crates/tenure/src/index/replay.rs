@@ -1,0 +1,341 @@
+//! Replay: one recovered record applied to the index, single-threaded, at open (and into a
+//! scratch index by `inspect::verify`, to check a log).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crossbeam_epoch::Guard;
+use parking_lot::Mutex;
+
+use super::catalog::{Catalog, ContainerState, Incarnation, LIVE};
+use super::plain;
+use super::point_index::HintCell;
+use super::slot::MAXIMUM_KEY_BYTES;
+use super::{
+    coordination_box, index_key, view, Index, ItemSlot, NewVersion, PlainEntries, Properties,
+    ValueLocation, VersionNode, COMMITTED,
+};
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+use crate::log::record::HEADER_BYTES;
+use crate::record::{self, Coordination, DecodedRecord};
+use crate::types::Version;
+
+/// Applies one recovered record to the index (single-threaded, at open; `inspect` replays
+/// into a scratch index to check a log).
+pub(crate) fn replay_record(
+    index: &Index,
+    catalog: &Catalog,
+    now: Timestamp,
+    version: Version,
+    location: u64,
+    payload: &[u8],
+    earlier: &mut impl PlainEntries,
+) -> Result<()> {
+    let corrupt = |reason: &str| {
+        Error::corruption(
+            "log",
+            location,
+            format!("engine record at version {version}: {reason}"),
+        )
+    };
+    let record = record::decode(payload).map_err(corrupt)?;
+    // Writes check keys against the limit the store opened with, which is at most the
+    // slot's; a longer key in the log is damage (or a build without that bound).
+    let key_fits = |key: &[u8]| key.len() <= MAXIMUM_KEY_BYTES;
+    let keys_fit = match &record {
+        DecodedRecord::Items(items) => items.iter().all(|item| key_fits(item.write.key)),
+        DecodedRecord::RelocatedItems(items) => {
+            items.iter().all(|(_, item)| key_fits(item.write.key))
+        }
+        DecodedRecord::ItemCoordination { key, .. } => key_fits(key),
+        _ => true,
+    };
+    if !keys_fit {
+        return Err(corrupt(&format!(
+            "a key is longer than {MAXIMUM_KEY_BYTES} bytes"
+        )));
+    }
+    match record {
+        DecodedRecord::Items(items) => {
+            for item in items {
+                replay_item(
+                    index,
+                    catalog,
+                    (version, now),
+                    (location, payload),
+                    &item,
+                    false,
+                    earlier,
+                )?;
+            }
+        }
+        DecodedRecord::RelocatedItems(items) => {
+            for (original_version, item) in items {
+                replay_item(
+                    index,
+                    catalog,
+                    (original_version, now),
+                    (location, payload),
+                    &item,
+                    true,
+                    earlier,
+                )?;
+            }
+        }
+        DecodedRecord::ItemCoordination {
+            container_id,
+            key,
+            etag_version,
+            expires_at,
+            coordination,
+        } => replay_coordination(
+            index,
+            catalog,
+            (version, now),
+            container_id,
+            key,
+            etag_version,
+            expires_at,
+            coordination,
+            earlier,
+        )?,
+        DecodedRecord::ContainerState {
+            id,
+            name,
+            default_ttl_seconds,
+            etag_version,
+            last_modified,
+            metadata,
+            lease,
+        } => {
+            let state = ContainerState {
+                lease: lease.map(|lease| lease.clamped_after_reopen(now)),
+                metadata,
+                etag_version,
+                last_modified,
+            };
+            match catalog
+                .by_id(id)
+                .filter(|incarnation| !Catalog::is_placeholder(incarnation))
+            {
+                Some(incarnation) => {
+                    let mut current = incarnation.state.lock();
+                    if etag_version >= current.etag_version {
+                        *current = state;
+                    }
+                }
+                None => catalog.resolve(Arc::new(Incarnation {
+                    id,
+                    name: name.to_owned(),
+                    default_ttl_seconds,
+                    deleted_version: AtomicU64::new(LIVE),
+                    state: Mutex::new(state),
+                })),
+            }
+        }
+        DecodedRecord::ContainerCreate {
+            name,
+            default_ttl_seconds,
+            metadata,
+            created_at,
+        } => {
+            if catalog.live(name).is_some() {
+                return Err(corrupt("container created twice"));
+            }
+            catalog.resolve(Arc::new(Incarnation {
+                id: version,
+                name: name.to_owned(),
+                default_ttl_seconds,
+                deleted_version: AtomicU64::new(LIVE),
+                state: Mutex::new(ContainerState {
+                    lease: None,
+                    metadata,
+                    etag_version: version,
+                    last_modified: created_at,
+                }),
+            }));
+        }
+        DecodedRecord::ContainerDelete { container_id } => {
+            if let Some(incarnation) = catalog.by_id(container_id) {
+                incarnation
+                    .deleted_version
+                    .store(version, Ordering::Release);
+            }
+        }
+        DecodedRecord::ContainerSetMetadata {
+            container_id,
+            metadata,
+            modified_at,
+        } => {
+            if let Some(incarnation) = catalog.by_id(container_id) {
+                let mut state = incarnation.state.lock();
+                state.metadata = metadata;
+                state.etag_version = version;
+                state.last_modified = modified_at;
+            }
+        }
+        DecodedRecord::ContainerLease {
+            container_id,
+            lease,
+        } => {
+            if let Some(incarnation) = catalog.by_id(container_id) {
+                incarnation.state.lock().lease = lease.map(|lease| lease.clamped_after_reopen(now));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Installs one recovered item version. A relocated copy (`relocated`) applies only if nothing
+/// newer for its key was replayed before it: compaction may have copied it forward while a
+/// newer write raced it into the log.
+#[allow(clippy::too_many_arguments)]
+fn replay_item(
+    index: &Index,
+    catalog: &Catalog,
+    (version, now): (Version, Timestamp),
+    (location, payload): (u64, &[u8]),
+    item: &record::DecodedItem<'_>,
+    relocated: bool,
+    earlier: &mut impl PlainEntries,
+) -> Result<()> {
+    let incarnation = catalog.by_id_or_placeholder(item.write.container_id);
+    if !incarnation.is_live() {
+        return Ok(());
+    }
+    let guard = crossbeam_epoch::pin();
+    let (slot, hint_cell) =
+        index.get_or_insert_replaying(&index_key(incarnation.id, item.write.key), &guard);
+    let head = slot.head().load(Ordering::Acquire, &guard);
+    if relocated && view(head, earlier)?.is_some_and(|node| node.version > version) {
+        return Ok(());
+    }
+    let etag_version = if item.write.etag_version == 0 {
+        version
+    } else {
+        item.write.etag_version
+    };
+    let value_offset = location + HEADER_BYTES as u64 + item.value_offset as u64;
+    let node = VersionNode::new(NewVersion {
+        version,
+        etag_version,
+        status: COMMITTED,
+        value: item.write.value.map(|value| {
+            ValueLocation::new(
+                location + HEADER_BYTES as u64 + item.value_offset as u64,
+                value.len() as u32,
+            )
+        }),
+        last_modified: item.write.last_modified,
+        expires_at: item.write.expires_at,
+        properties: Properties::boxed(item.write.content_type, item.metadata.clone()),
+        coordination: coordination_box(item.coordination.clone().clamped_after_reopen(now)),
+    });
+    // Nothing can see older versions at open, so a version its entry says in full (written
+    // since session 14, without properties or coordination) becomes the key's plain head.
+    if earlier.allows_plain_heads()
+        && plain_entry_matches(payload, item.value_offset, value_offset, &node)
+    {
+        index.note_expiry(node.expires_at());
+        slot.replace_chain_with_plain(value_offset, &guard);
+        if let Some(location) = node.value() {
+            index.note_value_location(slot.index_key(), Some(hint_cell), location);
+        }
+        return Ok(());
+    }
+    install_replayed(index, (&slot, hint_cell), head, node, &guard);
+    Ok(())
+}
+
+/// Whether the entry whose value starts at `value_offset_in_payload` of `payload` (at
+/// `value_offset` in the log) is plain and describes exactly `node`: then a plain head
+/// naming it reads back as `node`.
+fn plain_entry_matches(
+    payload: &[u8],
+    value_offset_in_payload: usize,
+    value_offset: u64,
+    node: &VersionNode,
+) -> bool {
+    let Some(fields) = value_offset_in_payload
+        .checked_sub(plain::FIELDS_BYTES)
+        .and_then(|start| payload.get(start..value_offset_in_payload))
+    else {
+        return false;
+    };
+    let fields: &plain::Fields = fields.try_into().expect("a slice of the right length");
+    crate::index::plain::Entry::read(value_offset, fields)
+        .is_ok_and(|entry| entry.node().same_version_as(node))
+}
+
+/// A lease or lock change: the key's current version with new coordination state. Skipped
+/// when the version it applied to is gone (compaction then carried the state forward).
+#[allow(clippy::too_many_arguments)]
+fn replay_coordination(
+    index: &Index,
+    catalog: &Catalog,
+    (version, now): (Version, Timestamp),
+    container_id: u64,
+    key: &[u8],
+    etag_version: Version,
+    expires_at: Option<Timestamp>,
+    coordination: Coordination,
+    earlier: &mut impl PlainEntries,
+) -> Result<()> {
+    let coordination = coordination.clamped_after_reopen(now);
+    let incarnation = catalog.by_id_or_placeholder(container_id);
+    if !incarnation.is_live() {
+        return Ok(());
+    }
+    let guard = crossbeam_epoch::pin();
+    let (slot, hint_cell) = index.get_or_insert_replaying(&index_key(incarnation.id, key), &guard);
+    let head = slot.head().load(Ordering::Acquire, &guard);
+    let current = view(head, earlier)?;
+    let node = match current.as_deref() {
+        Some(node) if node.value().is_some() && node.etag_version() == etag_version => {
+            VersionNode::new(NewVersion {
+                version,
+                etag_version,
+                status: COMMITTED,
+                value: node.value(),
+                last_modified: node.last_modified,
+                expires_at,
+                properties: node.properties().cloned().map(Box::new),
+                coordination: coordination_box(coordination),
+            })
+        }
+        // A lock on a key with no item (force-locked while absent).
+        _ if etag_version == 0 => VersionNode::new(NewVersion {
+            version,
+            etag_version: 0,
+            status: COMMITTED,
+            value: None,
+            last_modified: 0,
+            expires_at: None,
+            properties: None,
+            coordination: coordination_box(coordination),
+        }),
+        _ => return Ok(()),
+    };
+    install_replayed(index, (&slot, hint_cell), head, node, &guard);
+    Ok(())
+}
+
+fn install_replayed(
+    index: &Index,
+    (slot, hint_cell): (&ItemSlot, HintCell<'_>),
+    head: crossbeam_epoch::Shared<'_, VersionNode>,
+    node: VersionNode,
+    guard: &Guard,
+) {
+    let version = node.version;
+    let value = node.value();
+    index.note_expiry(node.expires_at());
+    if slot.install(head, node, guard).is_ok() {
+        // Nothing can see older versions at open.
+        slot.prune(version, guard);
+        if let Some(location) = value {
+            index.note_value_location(slot.index_key(), Some(hint_cell), location);
+        }
+    }
+}
