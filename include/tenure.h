@@ -347,6 +347,11 @@ typedef struct {
  */
 #define TENURE_ERR_USED_AFTER_FORK 505
 
+/*
+ Gave up after too many concurrent writes to the same keys; nothing changed.
+ */
+#define TENURE_ERR_BUSY 506
+
 #define TENURE_ERR_PANIC 900
 
 #define TENURE_ERR_BUFFER_TOO_SMALL 901
@@ -443,7 +448,8 @@ tenure_status tenure_batch_free(tenure_batch *batch);
 const char *tenure_version(void);
 
 /*
- The SPEC §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise. Static.
+ The docs/spec.md §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise.
+ Static; never free it.
  */
 const char *tenure_status_name(tenure_status status);
 

@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
-use tenure::{Durability, FileStorage, Log, Storage};
+use tenure::internals::{FileStorage, Log, Storage};
+use tenure::Durability;
 use tenure_benches::{
     build_log, log_options, open_log, open_log_with_written_segment, read_sequentially,
     segment_files, time_on_threads, Prepared, RawAppender, WorkerPool, WritePath,

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use tenure::{Durability, FileStorage, Log, LogOptions, Storage};
+use tenure::internals::{FileStorage, Log, LogOptions, Storage};
+use tenure::Durability;
 
 /// Payload bytes of the small records the append benchmarks write.
 pub const SMALL_RECORD_BYTES: usize = 200;

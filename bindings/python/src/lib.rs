@@ -1,7 +1,7 @@
 //! `tenure._tenure`, the native part of tenure's Python module: a thin pyo3 shim over the
 //! engine. It converts arguments (TypeError for a wrong type, InvalidArgument for a bad value),
 //! releases the GIL around every store call, and turns engine errors into the exception tree
-//! defined in `python/tenure/__init__.py`. The behaviour is the engine's; see SPEC.md.
+//! defined in `python/tenure/__init__.py`. The behaviour is the engine's; see docs/spec.md.
 
 // Methods mirror Python signatures: one Rust parameter per keyword argument.
 #![allow(clippy::too_many_arguments)]
@@ -37,5 +37,12 @@ fn tenure_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<batch::Batch>()?;
     module.add_class::<clock::ManualClock>()?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The engine's one table of error codes: (name, status, meaning) for each, in order.
+    // `tenure/__init__.py` has one exception class per name; a test checks they agree.
+    let codes: Vec<(&str, u16, &str)> = tenure::ErrorCode::ALL
+        .iter()
+        .map(|code| (code.name(), code.status(), code.meaning()))
+        .collect();
+    module.add("ERROR_TABLE", codes)?;
     Ok(())
 }

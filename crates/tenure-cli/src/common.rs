@@ -96,39 +96,22 @@ impl CliError {
     }
 }
 
-/// One line on what each SPEC code means for the person at the terminal.
+/// One line on what a code means for the person at the terminal: the engine table's meaning
+/// (docs/spec.md §12), with the flag to use where the CLI has one.
 pub fn explanation(code: ErrorCode) -> &'static str {
     match code {
-        ErrorCode::NotModified => "the item matches --if-none-match / is not newer than --if-modified-since; not returned",
-        ErrorCode::InvalidArgument => "a bad argument; nothing was changed",
-        ErrorCode::NotFound => "the item does not exist (or has expired)",
-        ErrorCode::ContainerNotFound => "the container does not exist; create it with `tenure container create`",
+        ErrorCode::ContainerNotFound => {
+            "the container does not exist; create it with `tenure container create`"
+        }
         ErrorCode::AlreadyExists => "the item already exists (--if-none-match '*' is create-only)",
-        ErrorCode::ContainerAlreadyExists => "a container with this name already exists",
-        ErrorCode::LeaseAlreadyPresent => "the item or container is leased (or locked) by someone else",
-        ErrorCode::LeaseIdMismatchWithLeaseOperation => "the lease id given is not the current lease's",
-        ErrorCode::LeaseNotPresentWithLeaseOperation => "there is no live lease to act on",
-        ErrorCode::LeaseIsBrokenAndCannotBeRenewed => "the lease was broken; acquire a new one",
-        ErrorCode::LeaseIsBreakingAndCannotBeAcquired => "the lease is breaking; wait for the break period to end",
-        ErrorCode::LeaseIsBreakingAndCannotBeChanged => "the lease is breaking and cannot be changed",
-        ErrorCode::ObjectLocked => "the item is locked (get-and-lock) or leased by someone else",
         ErrorCode::ConditionNotMet => "a condition (--if-match, --if-none-match, --if-modified-since, --if-unmodified-since) does not hold; nothing changed",
         ErrorCode::VersionMismatch => "the item is not at the version given with --if-version; nothing changed",
         ErrorCode::LeaseIdMissing => "the item is leased: pass its --lease-id to write it",
-        ErrorCode::LeaseIdMismatchWithBlobOperation => "the --lease-id given is not the item's current lease",
-        ErrorCode::LeaseNotPresentWithBlobOperation => "--lease-id was given but the item has no lease",
-        ErrorCode::LeaseLost => "the lease given has expired or was broken",
-        ErrorCode::LeaseIdMismatchWithContainerOperation => "the --lease-id given is not the container's current lease",
-        ErrorCode::LeaseNotPresentWithContainerOperation => "--lease-id was given but the container has no lease",
         ErrorCode::ObjectNotLocked => "--lock-handle was given but the item is not locked",
         ErrorCode::InvalidLockHandle => "the --lock-handle given is not the item's current lock",
-        ErrorCode::FailedDependency => "another operation of the batch failed",
         ErrorCode::StoreLocked => "another process has the store open; close it first",
         ErrorCode::Corruption => "a checksum or structure check failed; run `tenure verify DIR`, then `tenure repair DIR`",
-        ErrorCode::Io => "the operating system refused",
-        ErrorCode::Closed => "the store was closed",
-        ErrorCode::UsedAfterFork => "the store was opened by a parent process; open it in this one",
-        _ => "see SPEC.md section 12",
+        other => other.meaning(),
     }
 }
 

@@ -11,9 +11,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
+use tenure::internals::{FileStorage, Storage};
 use tenure::{
-    Conditions, ContainerOptions, ETag, Error, ErrorCode, FileStorage, LeaseRequest, ManualClock,
-    ReadOptions, Storage, Store, StoreOptions, WriteOptions,
+    Conditions, ContainerOptions, ETag, Error, ErrorCode, LeaseRequest, ManualClock, ReadOptions,
+    Store, StoreOptions, WriteOptions,
 };
 
 use crate::bench::{self, Workload};

@@ -21,59 +21,37 @@ pub extern "C" fn tenure_version() -> *const c_char {
 
 // ----- status and last error -----
 
-/// The SPEC §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise. Static.
+/// The docs/spec.md §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise.
+/// Static; never free it.
 #[no_mangle]
 pub extern "C" fn tenure_status_name(status: tenure_status) -> *const c_char {
-    const NAMES: [&str; 32] = [
-        "Ok\0",
-        "NotModified\0",
-        "InvalidArgument\0",
-        "NotFound\0",
-        "ContainerNotFound\0",
-        "AlreadyExists\0",
-        "ContainerAlreadyExists\0",
-        "LeaseAlreadyPresent\0",
-        "LeaseIdMismatchWithLeaseOperation\0",
-        "LeaseNotPresentWithLeaseOperation\0",
-        "LeaseIsBrokenAndCannotBeRenewed\0",
-        "LeaseIsBreakingAndCannotBeAcquired\0",
-        "LeaseIsBreakingAndCannotBeChanged\0",
-        "ObjectLocked\0",
-        "ConditionNotMet\0",
-        "VersionMismatch\0",
-        "LeaseIdMissing\0",
-        "LeaseIdMismatchWithBlobOperation\0",
-        "LeaseNotPresentWithBlobOperation\0",
-        "LeaseLost\0",
-        "LeaseIdMismatchWithContainerOperation\0",
-        "LeaseNotPresentWithContainerOperation\0",
-        "ObjectNotLocked\0",
-        "InvalidLockHandle\0",
-        "FailedDependency\0",
-        "StoreLocked\0",
-        "Corruption\0",
-        "Io\0",
-        "Closed\0",
-        "UsedAfterFork\0",
-        "Panic\0",
-        "BufferTooSmall\0",
-    ];
-    let name = TABLE
+    static NAMES: std::sync::OnceLock<Vec<(tenure_status, std::ffi::CString)>> =
+        std::sync::OnceLock::new();
+    const UNKNOWN: &str = "Unknown\0";
+    // Built once from the engine's table of codes and the boundary's statuses; lives for
+    // the rest of the process.
+    let names = NAMES.get_or_init(|| {
+        let statuses = tenure::ErrorCode::ALL
+            .iter()
+            .map(|code| code.abi_number())
+            .chain([TENURE_OK, TENURE_ERR_PANIC, TENURE_ERR_BUFFER_TOO_SMALL]);
+        statuses
+            .filter_map(|status| {
+                let (name, _) = crate::status::describe(status)?;
+                Some((status, std::ffi::CString::new(name).ok()?))
+            })
+            .collect()
+    });
+    names
         .iter()
-        .position(|(known, _, _)| *known == status)
-        .map(|position| NAMES[position])
-        .unwrap_or("Unknown\0");
-    name.as_ptr().cast()
+        .find(|(known, _)| *known == status)
+        .map_or(UNKNOWN.as_ptr().cast(), |(_, name)| name.as_ptr())
 }
 
 /// The HTTP-style number of a status (200 for TENURE_OK, 0 for an unknown status).
 #[no_mangle]
 pub extern "C" fn tenure_status_http(status: tenure_status) -> u32 {
-    TABLE
-        .iter()
-        .find(|(known, _, _)| *known == status)
-        .map(|(_, _, http)| u32::from(*http))
-        .unwrap_or(0)
+    crate::status::describe(status).map_or(0, |(_, http)| u32::from(http))
 }
 
 /// Copies this thread's last failure message (UTF-8, no NUL added) into `buffer`; `*length_out`

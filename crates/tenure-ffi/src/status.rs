@@ -34,7 +34,7 @@ pub const TENURE_ERR_LEASE_ID_MISMATCH_WITH_CONTAINER_OPERATION: tenure_status =
 pub const TENURE_ERR_LEASE_NOT_PRESENT_WITH_CONTAINER_OPERATION: tenure_status = 407;
 pub const TENURE_ERR_OBJECT_NOT_LOCKED: tenure_status = 408;
 pub const TENURE_ERR_INVALID_LOCK_HANDLE: tenure_status = 409;
-// 5xx: 423, 424, 500.
+// 5xx: 423, 424, 500, 503.
 pub const TENURE_ERR_FAILED_DEPENDENCY: tenure_status = 500;
 pub const TENURE_ERR_STORE_LOCKED: tenure_status = 501;
 pub const TENURE_ERR_CORRUPTION: tenure_status = 502;
@@ -42,116 +42,125 @@ pub const TENURE_ERR_IO: tenure_status = 503;
 pub const TENURE_ERR_CLOSED: tenure_status = 504;
 /// The handle was opened in another process and reached this one through `fork()`.
 pub const TENURE_ERR_USED_AFTER_FORK: tenure_status = 505;
+/// Gave up after too many concurrent writes to the same keys; nothing changed.
+pub const TENURE_ERR_BUSY: tenure_status = 506;
 // 9xx: the C boundary itself.
 pub const TENURE_ERR_PANIC: tenure_status = 900;
 pub const TENURE_ERR_BUFFER_TOO_SMALL: tenure_status = 901;
 
-/// (status, SPEC §12 name, HTTP-style number) for every status.
-pub(crate) const TABLE: [(tenure_status, &str, u16); 32] = [
+/// The statuses of the boundary itself, beside the engine's codes: (status, name, HTTP-style
+/// number).
+const BOUNDARY_STATUSES: [(tenure_status, &str, u16); 3] = [
     (TENURE_OK, "Ok", 200),
-    (TENURE_ERR_NOT_MODIFIED, "NotModified", 304),
-    (TENURE_ERR_INVALID_ARGUMENT, "InvalidArgument", 400),
-    (TENURE_ERR_NOT_FOUND, "NotFound", 404),
-    (TENURE_ERR_CONTAINER_NOT_FOUND, "ContainerNotFound", 404),
-    (TENURE_ERR_ALREADY_EXISTS, "AlreadyExists", 409),
-    (
-        TENURE_ERR_CONTAINER_ALREADY_EXISTS,
-        "ContainerAlreadyExists",
-        409,
-    ),
-    (TENURE_ERR_LEASE_ALREADY_PRESENT, "LeaseAlreadyPresent", 409),
-    (
-        TENURE_ERR_LEASE_ID_MISMATCH_WITH_LEASE_OPERATION,
-        "LeaseIdMismatchWithLeaseOperation",
-        409,
-    ),
-    (
-        TENURE_ERR_LEASE_NOT_PRESENT_WITH_LEASE_OPERATION,
-        "LeaseNotPresentWithLeaseOperation",
-        409,
-    ),
-    (
-        TENURE_ERR_LEASE_IS_BROKEN_AND_CANNOT_BE_RENEWED,
-        "LeaseIsBrokenAndCannotBeRenewed",
-        409,
-    ),
-    (
-        TENURE_ERR_LEASE_IS_BREAKING_AND_CANNOT_BE_ACQUIRED,
-        "LeaseIsBreakingAndCannotBeAcquired",
-        409,
-    ),
-    (
-        TENURE_ERR_LEASE_IS_BREAKING_AND_CANNOT_BE_CHANGED,
-        "LeaseIsBreakingAndCannotBeChanged",
-        409,
-    ),
-    (TENURE_ERR_OBJECT_LOCKED, "ObjectLocked", 409),
-    (TENURE_ERR_CONDITION_NOT_MET, "ConditionNotMet", 412),
-    (TENURE_ERR_VERSION_MISMATCH, "VersionMismatch", 412),
-    (TENURE_ERR_LEASE_ID_MISSING, "LeaseIdMissing", 412),
-    (
-        TENURE_ERR_LEASE_ID_MISMATCH_WITH_BLOB_OPERATION,
-        "LeaseIdMismatchWithBlobOperation",
-        412,
-    ),
-    (
-        TENURE_ERR_LEASE_NOT_PRESENT_WITH_BLOB_OPERATION,
-        "LeaseNotPresentWithBlobOperation",
-        412,
-    ),
-    (TENURE_ERR_LEASE_LOST, "LeaseLost", 412),
-    (
-        TENURE_ERR_LEASE_ID_MISMATCH_WITH_CONTAINER_OPERATION,
-        "LeaseIdMismatchWithContainerOperation",
-        412,
-    ),
-    (
-        TENURE_ERR_LEASE_NOT_PRESENT_WITH_CONTAINER_OPERATION,
-        "LeaseNotPresentWithContainerOperation",
-        412,
-    ),
-    (TENURE_ERR_OBJECT_NOT_LOCKED, "ObjectNotLocked", 412),
-    (TENURE_ERR_INVALID_LOCK_HANDLE, "InvalidLockHandle", 412),
-    (TENURE_ERR_FAILED_DEPENDENCY, "FailedDependency", 424),
-    (TENURE_ERR_STORE_LOCKED, "StoreLocked", 423),
-    (TENURE_ERR_CORRUPTION, "Corruption", 500),
-    (TENURE_ERR_IO, "Io", 500),
-    (TENURE_ERR_CLOSED, "Closed", 500),
-    (TENURE_ERR_USED_AFTER_FORK, "UsedAfterFork", 500),
     (TENURE_ERR_PANIC, "Panic", 500),
     (TENURE_ERR_BUFFER_TOO_SMALL, "BufferTooSmall", 400),
 ];
 
-/// The status of an engine error code, found by its SPEC name (so a code added to the engine
-/// without a status here is caught by the test below, not silently misnumbered).
+/// The status of an engine error code: its C number in the engine's one table of codes
+/// (`tenure::ErrorCode::abi_number`).
 pub(crate) fn status_of(code: ErrorCode) -> tenure_status {
-    let name = code.name();
-    TABLE
+    code.abi_number()
+}
+
+/// The name and HTTP-style number of a status, from the engine's table or the boundary's.
+pub(crate) fn describe(status: tenure_status) -> Option<(&'static str, u16)> {
+    if let Some(code) = ErrorCode::ALL
         .iter()
-        .find(|(_, table_name, _)| *table_name == name)
-        .map(|(status, _, _)| *status)
-        .unwrap_or(TENURE_ERR_IO)
+        .find(|code| code.abi_number() == status)
+    {
+        return Some((code.name(), code.status()));
+    }
+    BOUNDARY_STATUSES
+        .iter()
+        .find(|(known, _, _)| *known == status)
+        .map(|(_, name, http)| (*name, *http))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The header's constants (what C programs compile against) are the engine table's
+    /// numbers, one for one: a code added to the engine needs its constant here.
     #[test]
-    fn every_engine_code_has_a_status_with_the_same_http_number() {
-        for code in ErrorCode::ALL {
-            let entry = TABLE
-                .iter()
-                .find(|(_, name, _)| *name == code.name())
-                .unwrap_or_else(|| panic!("{code} has no tenure_status"));
-            assert_eq!(entry.2, code.status(), "{code}");
+    fn every_constant_is_the_engine_tables_number() {
+        let constants: [(tenure_status, &str); 30] = [
+            (TENURE_ERR_NOT_MODIFIED, "NotModified"),
+            (TENURE_ERR_INVALID_ARGUMENT, "InvalidArgument"),
+            (TENURE_ERR_NOT_FOUND, "NotFound"),
+            (TENURE_ERR_CONTAINER_NOT_FOUND, "ContainerNotFound"),
+            (TENURE_ERR_ALREADY_EXISTS, "AlreadyExists"),
+            (
+                TENURE_ERR_CONTAINER_ALREADY_EXISTS,
+                "ContainerAlreadyExists",
+            ),
+            (TENURE_ERR_LEASE_ALREADY_PRESENT, "LeaseAlreadyPresent"),
+            (
+                TENURE_ERR_LEASE_ID_MISMATCH_WITH_LEASE_OPERATION,
+                "LeaseIdMismatchWithLeaseOperation",
+            ),
+            (
+                TENURE_ERR_LEASE_NOT_PRESENT_WITH_LEASE_OPERATION,
+                "LeaseNotPresentWithLeaseOperation",
+            ),
+            (
+                TENURE_ERR_LEASE_IS_BROKEN_AND_CANNOT_BE_RENEWED,
+                "LeaseIsBrokenAndCannotBeRenewed",
+            ),
+            (
+                TENURE_ERR_LEASE_IS_BREAKING_AND_CANNOT_BE_ACQUIRED,
+                "LeaseIsBreakingAndCannotBeAcquired",
+            ),
+            (
+                TENURE_ERR_LEASE_IS_BREAKING_AND_CANNOT_BE_CHANGED,
+                "LeaseIsBreakingAndCannotBeChanged",
+            ),
+            (TENURE_ERR_OBJECT_LOCKED, "ObjectLocked"),
+            (TENURE_ERR_CONDITION_NOT_MET, "ConditionNotMet"),
+            (TENURE_ERR_VERSION_MISMATCH, "VersionMismatch"),
+            (TENURE_ERR_LEASE_ID_MISSING, "LeaseIdMissing"),
+            (
+                TENURE_ERR_LEASE_ID_MISMATCH_WITH_BLOB_OPERATION,
+                "LeaseIdMismatchWithBlobOperation",
+            ),
+            (
+                TENURE_ERR_LEASE_NOT_PRESENT_WITH_BLOB_OPERATION,
+                "LeaseNotPresentWithBlobOperation",
+            ),
+            (TENURE_ERR_LEASE_LOST, "LeaseLost"),
+            (
+                TENURE_ERR_LEASE_ID_MISMATCH_WITH_CONTAINER_OPERATION,
+                "LeaseIdMismatchWithContainerOperation",
+            ),
+            (
+                TENURE_ERR_LEASE_NOT_PRESENT_WITH_CONTAINER_OPERATION,
+                "LeaseNotPresentWithContainerOperation",
+            ),
+            (TENURE_ERR_OBJECT_NOT_LOCKED, "ObjectNotLocked"),
+            (TENURE_ERR_INVALID_LOCK_HANDLE, "InvalidLockHandle"),
+            (TENURE_ERR_FAILED_DEPENDENCY, "FailedDependency"),
+            (TENURE_ERR_STORE_LOCKED, "StoreLocked"),
+            (TENURE_ERR_CORRUPTION, "Corruption"),
+            (TENURE_ERR_IO, "Io"),
+            (TENURE_ERR_CLOSED, "Closed"),
+            (TENURE_ERR_USED_AFTER_FORK, "UsedAfterFork"),
+            (TENURE_ERR_BUSY, "Busy"),
+        ];
+        assert_eq!(constants.len(), ErrorCode::ALL.len());
+        for (constant, name) in constants {
+            let code = ErrorCode::from_name(name).expect("an engine code");
+            assert_eq!(constant, code.abi_number(), "{name}");
+            assert_eq!(describe(constant), Some((name, code.status())));
         }
     }
 
     #[test]
     fn statuses_are_unique() {
         let mut seen = std::collections::HashSet::new();
-        for (status, _, _) in TABLE {
+        for code in ErrorCode::ALL {
+            assert!(seen.insert(code.abi_number()), "{code}");
+        }
+        for (status, _, _) in BOUNDARY_STATUSES {
             assert!(seen.insert(status));
         }
     }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 use rand::Rng;
-use tenure::{Mapping, Storage, StorageFile};
+use tenure::internals::{Mapping, Storage, StorageFile};
 
 /// The unit a power cut keeps or drops as a whole (or tears).
 pub const SECTOR_BYTES: usize = 512;

@@ -1,5 +1,6 @@
 //! One error type for the whole engine. Every error carries a stable code name and the
-//! HTTP-style status number of SPEC §12, so Rust, C and Python users see the same thing.
+//! HTTP-style status number of docs/spec.md §12, so Rust, C and Python users see the same
+//! thing.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -7,149 +8,91 @@ use std::sync::Arc;
 
 use crate::types::ETag;
 
-/// The stable code names of SPEC §12. Numbers and names never change once released.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum ErrorCode {
-    NotModified,
-    InvalidArgument,
-    NotFound,
-    ContainerNotFound,
-    AlreadyExists,
-    ContainerAlreadyExists,
-    LeaseAlreadyPresent,
-    LeaseIdMismatchWithLeaseOperation,
-    LeaseNotPresentWithLeaseOperation,
-    LeaseIsBrokenAndCannotBeRenewed,
-    LeaseIsBreakingAndCannotBeAcquired,
-    LeaseIsBreakingAndCannotBeChanged,
-    ObjectLocked,
-    ConditionNotMet,
-    VersionMismatch,
-    LeaseIdMissing,
-    LeaseIdMismatchWithBlobOperation,
-    LeaseNotPresentWithBlobOperation,
-    LeaseLost,
-    LeaseIdMismatchWithContainerOperation,
-    LeaseNotPresentWithContainerOperation,
-    ObjectNotLocked,
-    InvalidLockHandle,
-    FailedDependency,
-    StoreLocked,
-    Corruption,
-    Io,
-    Closed,
-    UsedAfterFork,
+/// The one table of error codes: name, HTTP-style status, the stable number of the C ABI's
+/// `tenure_status`, and the meaning (docs/spec.md §12). `ErrorCode`, its name, status and
+/// meaning, the C statuses (`crates/tenure-ffi`, checked against this table by a test), the
+/// Python exception classes (built from `ErrorCode::ALL` by the native module) and the CLI's
+/// messages and exit codes all come from here. Names and numbers never change once released;
+/// a new code takes the next C number of its status family.
+macro_rules! error_codes {
+    ($($(#[$attribute:meta])* $code:ident = $status:literal, $c_number:literal, $meaning:literal;)*) => {
+        /// The stable code names of docs/spec.md §12.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $($(#[$attribute])* #[doc = $meaning] $code,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in the order of docs/spec.md §12.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$code,)*];
+
+            /// The code name exactly as docs/spec.md §12 spells it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$code => stringify!($code),)*
+                }
+            }
+
+            /// The HTTP-style status number of docs/spec.md §12.
+            pub fn status(self) -> u16 {
+                match self {
+                    $(ErrorCode::$code => $status,)*
+                }
+            }
+
+            /// The code's number in the C ABI (`tenure_status`).
+            pub fn abi_number(self) -> u32 {
+                match self {
+                    $(ErrorCode::$code => $c_number,)*
+                }
+            }
+
+            /// What the code means, in one line (docs/spec.md §12).
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$code => $meaning,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    NotModified = 304, 100, "the read's condition group says the caller's copy is current";
+    InvalidArgument = 400, 101, "a bad argument (named, with why); nothing changed";
+    NotFound = 404, 200, "the item does not exist (or has expired)";
+    ContainerNotFound = 404, 201, "the container does not exist";
+    AlreadyExists = 409, 300, "create-only write of an item that exists";
+    ContainerAlreadyExists = 409, 301, "a container of that name exists";
+    LeaseAlreadyPresent = 409, 302, "the item or container is leased (or locked) by someone else";
+    LeaseIdMismatchWithLeaseOperation = 409, 303, "the lease id given is not the current lease's";
+    LeaseNotPresentWithLeaseOperation = 409, 304, "there is no live lease to act on";
+    LeaseIsBrokenAndCannotBeRenewed = 409, 305, "the lease was broken; acquire a new one";
+    LeaseIsBreakingAndCannotBeAcquired = 409, 306, "the lease is breaking; wait for its break period to end";
+    LeaseIsBreakingAndCannotBeChanged = 409, 307, "the lease is breaking and cannot be changed";
+    ObjectLocked = 409, 308, "the item is locked (get-and-lock) or leased by someone else";
+    ConditionNotMet = 412, 400, "a write or read condition does not hold; nothing changed";
+    VersionMismatch = 412, 401, "the item is not at the version given (if_version); nothing changed";
+    LeaseIdMissing = 412, 402, "the item or container is leased: pass its lease id to write it";
+    LeaseIdMismatchWithBlobOperation = 412, 403, "the lease id given is not the item's current lease";
+    LeaseNotPresentWithBlobOperation = 412, 404, "a lease id was given but the item has no lease";
+    LeaseLost = 412, 405, "the lease given has expired or was broken";
+    LeaseIdMismatchWithContainerOperation = 412, 406, "the lease id given is not the container's current lease";
+    LeaseNotPresentWithContainerOperation = 412, 407, "a lease id was given but the container has no lease";
+    ObjectNotLocked = 412, 408, "a lock handle was given but the item is not locked";
+    InvalidLockHandle = 412, 409, "the lock handle given is not the item's current lock";
+    FailedDependency = 424, 500, "another operation of the batch failed";
+    StoreLocked = 423, 501, "another process has the store open";
+    Corruption = 500, 502, "a checksum or structure check failed (file and offset named)";
+    Io = 500, 503, "the operating system refused (errno and path named)";
+    Closed = 500, 504, "the store was closed";
+    UsedAfterFork = 500, 505, "the store was opened by another process and reached this one through fork(); open it here";
+    Busy = 503, 506, "gave up after too many concurrent writes to the same keys; nothing changed; try again";
 }
 
 impl ErrorCode {
-    /// Every code, in the order of SPEC §12.
-    pub const ALL: [ErrorCode; 29] = [
-        ErrorCode::NotModified,
-        ErrorCode::InvalidArgument,
-        ErrorCode::NotFound,
-        ErrorCode::ContainerNotFound,
-        ErrorCode::AlreadyExists,
-        ErrorCode::ContainerAlreadyExists,
-        ErrorCode::LeaseAlreadyPresent,
-        ErrorCode::LeaseIdMismatchWithLeaseOperation,
-        ErrorCode::LeaseNotPresentWithLeaseOperation,
-        ErrorCode::LeaseIsBrokenAndCannotBeRenewed,
-        ErrorCode::LeaseIsBreakingAndCannotBeAcquired,
-        ErrorCode::LeaseIsBreakingAndCannotBeChanged,
-        ErrorCode::ObjectLocked,
-        ErrorCode::ConditionNotMet,
-        ErrorCode::VersionMismatch,
-        ErrorCode::LeaseIdMissing,
-        ErrorCode::LeaseIdMismatchWithBlobOperation,
-        ErrorCode::LeaseNotPresentWithBlobOperation,
-        ErrorCode::LeaseLost,
-        ErrorCode::LeaseIdMismatchWithContainerOperation,
-        ErrorCode::LeaseNotPresentWithContainerOperation,
-        ErrorCode::ObjectNotLocked,
-        ErrorCode::InvalidLockHandle,
-        ErrorCode::FailedDependency,
-        ErrorCode::StoreLocked,
-        ErrorCode::Corruption,
-        ErrorCode::Io,
-        ErrorCode::Closed,
-        ErrorCode::UsedAfterFork,
-    ];
-
-    /// The code name exactly as SPEC §12 spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorCode::NotModified => "NotModified",
-            ErrorCode::InvalidArgument => "InvalidArgument",
-            ErrorCode::NotFound => "NotFound",
-            ErrorCode::ContainerNotFound => "ContainerNotFound",
-            ErrorCode::AlreadyExists => "AlreadyExists",
-            ErrorCode::ContainerAlreadyExists => "ContainerAlreadyExists",
-            ErrorCode::LeaseAlreadyPresent => "LeaseAlreadyPresent",
-            ErrorCode::LeaseIdMismatchWithLeaseOperation => "LeaseIdMismatchWithLeaseOperation",
-            ErrorCode::LeaseNotPresentWithLeaseOperation => "LeaseNotPresentWithLeaseOperation",
-            ErrorCode::LeaseIsBrokenAndCannotBeRenewed => "LeaseIsBrokenAndCannotBeRenewed",
-            ErrorCode::LeaseIsBreakingAndCannotBeAcquired => "LeaseIsBreakingAndCannotBeAcquired",
-            ErrorCode::LeaseIsBreakingAndCannotBeChanged => "LeaseIsBreakingAndCannotBeChanged",
-            ErrorCode::ObjectLocked => "ObjectLocked",
-            ErrorCode::ConditionNotMet => "ConditionNotMet",
-            ErrorCode::VersionMismatch => "VersionMismatch",
-            ErrorCode::LeaseIdMissing => "LeaseIdMissing",
-            ErrorCode::LeaseIdMismatchWithBlobOperation => "LeaseIdMismatchWithBlobOperation",
-            ErrorCode::LeaseNotPresentWithBlobOperation => "LeaseNotPresentWithBlobOperation",
-            ErrorCode::LeaseLost => "LeaseLost",
-            ErrorCode::LeaseIdMismatchWithContainerOperation => {
-                "LeaseIdMismatchWithContainerOperation"
-            }
-            ErrorCode::LeaseNotPresentWithContainerOperation => {
-                "LeaseNotPresentWithContainerOperation"
-            }
-            ErrorCode::ObjectNotLocked => "ObjectNotLocked",
-            ErrorCode::InvalidLockHandle => "InvalidLockHandle",
-            ErrorCode::FailedDependency => "FailedDependency",
-            ErrorCode::StoreLocked => "StoreLocked",
-            ErrorCode::Corruption => "Corruption",
-            ErrorCode::Io => "Io",
-            ErrorCode::Closed => "Closed",
-            ErrorCode::UsedAfterFork => "UsedAfterFork",
-        }
-    }
-
-    /// The HTTP-style status number of SPEC §12.
-    pub fn status(self) -> u16 {
-        match self {
-            ErrorCode::NotModified => 304,
-            ErrorCode::InvalidArgument => 400,
-            ErrorCode::NotFound | ErrorCode::ContainerNotFound => 404,
-            ErrorCode::AlreadyExists
-            | ErrorCode::ContainerAlreadyExists
-            | ErrorCode::LeaseAlreadyPresent
-            | ErrorCode::LeaseIdMismatchWithLeaseOperation
-            | ErrorCode::LeaseNotPresentWithLeaseOperation
-            | ErrorCode::LeaseIsBrokenAndCannotBeRenewed
-            | ErrorCode::LeaseIsBreakingAndCannotBeAcquired
-            | ErrorCode::LeaseIsBreakingAndCannotBeChanged
-            | ErrorCode::ObjectLocked => 409,
-            ErrorCode::ConditionNotMet
-            | ErrorCode::VersionMismatch
-            | ErrorCode::LeaseIdMissing
-            | ErrorCode::LeaseIdMismatchWithBlobOperation
-            | ErrorCode::LeaseNotPresentWithBlobOperation
-            | ErrorCode::LeaseLost
-            | ErrorCode::LeaseIdMismatchWithContainerOperation
-            | ErrorCode::LeaseNotPresentWithContainerOperation
-            | ErrorCode::ObjectNotLocked
-            | ErrorCode::InvalidLockHandle => 412,
-            ErrorCode::StoreLocked => 423,
-            ErrorCode::FailedDependency => 424,
-            ErrorCode::Corruption
-            | ErrorCode::Io
-            | ErrorCode::Closed
-            | ErrorCode::UsedAfterFork => 500,
-        }
-    }
-
-    /// Looks a code up by its SPEC name.
+    /// Looks a code up by its name.
     pub fn from_name(name: &str) -> Option<ErrorCode> {
         ErrorCode::ALL
             .iter()

@@ -1,8 +1,14 @@
 //! tenure: an embedded key/value and blob engine with the concurrency controls of the big
 //! cloud stores — ETags and conditions, leases, cache locks — over a checksummed log.
 //!
-//! Start at [`Store::open`]. The behaviour contract is SPEC.md; the design is docs/design.md.
+//! Start at [`Store::open`]. The behaviour contract is docs/spec.md in the repository; the
+//! design is docs/design.md.
+//!
+//! The source's folders are its layers, each importing only those below it (bottom up):
+//! `base` → `types`, `error`, `clock` → `storage` → `log` → `rules` → `record` → `index` →
+//! `backend` (the seam) → `engine`, `inspect` → `api`.
 
+mod api;
 mod backend;
 mod base;
 mod clock;
@@ -16,27 +22,32 @@ mod rules;
 mod storage;
 mod types;
 
+pub use api::{Batch, Snapshot, Store};
 pub use backend::options::{
     ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, ItemRef, Page, ReadOptions,
     StoreOptions, WriteOptions,
 };
+pub use backend::results::{
+    BorrowedItem, Change, ChangeKind, ChangeRef, ChangesOptions, CompactionReport, ContainerStats,
+    Lease, LeaseRequest, ScanEntry, StoreStats,
+};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp, MICROS_PER_SECOND};
-pub use engine::batch::Batch;
-pub use engine::compaction::CompactionReport;
-pub use engine::coordination::{Lease, LeaseRequest};
-pub use engine::feed::{Change, ChangeKind, ChangeRef, ChangesOptions};
-pub use engine::scan::ScanEntry;
-pub use engine::snapshot::{BorrowedItem, Snapshot};
-pub use engine::stats::{ContainerStats, StoreStats};
-pub use engine::Store;
 pub use error::{Error, ErrorCode, Result};
 pub use inspect::{repair, verify, Problem, RepairReport, VerifyReport};
-pub use log::{Durability, Log, LogOptions, RecoveredRecord, Reservation};
+pub use log::Durability;
 pub use rules::conditions::Conditions;
 pub use rules::etag::ETagArg;
 pub use rules::lease::{LeaseDuration, LeaseId, LeaseInfo, LeaseState};
 pub use rules::limits::Limits;
 pub use rules::lock::LockHandle;
 pub use rules::ttl::Ttl;
-pub use storage::{FileStorage, Mapping, Storage, StorageFile};
 pub use types::{ETag, Version};
+
+/// What the test kit and the benchmarks reach inside the engine for: the log on its own, and
+/// the storage layer the simulated disk plugs into. Not part of the API: it changes without
+/// notice.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::log::{Log, LogOptions, RecoveredRecord, Reservation};
+    pub use crate::storage::{FileStorage, Mapping, Storage, StorageFile};
+}

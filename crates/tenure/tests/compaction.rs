@@ -506,7 +506,7 @@ fn lease_actions_racing_compaction_never_leave_a_value_in_a_removed_segment() {
     let storage = Arc::new(SimStorage::new());
     let open = || {
         Store::open_with_storage(
-            Arc::clone(&storage) as Arc<dyn tenure::Storage>,
+            Arc::clone(&storage) as Arc<dyn tenure::internals::Storage>,
             StoreOptions {
                 durability: Durability::Buffered,
                 ..small_segments(&clock)

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
-use tenure::{Durability, Error, ErrorCode, FileStorage, Log, LogOptions, Storage};
+use tenure::internals::{FileStorage, Log, LogOptions, Storage};
+use tenure::{Durability, Error, ErrorCode};
 use tenure_testkit::{payload, CrashPolicy, Faults, SimStorage, TempDir};
 
 const SMALL_SEGMENT_BYTES: u64 = 64 << 10;

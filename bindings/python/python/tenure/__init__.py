@@ -83,6 +83,7 @@ __all__ = [
     "Io",
     "Closed",
     "UsedAfterFork",
+    "Busy",
     "ERROR_CODES",
 ]
 
@@ -323,6 +324,14 @@ class Closed(TenureError):
     status = 500
 
 
+class Busy(TenureError):
+    """503: the write gave up after too many concurrent writes to the same keys (the engine's
+    retries are bounded); nothing changed. Try again, perhaps after a pause."""
+
+    code = "Busy"
+    status = 503
+
+
 class UsedAfterFork(TenureError):
     """500: the store was opened in another process and reached this one through
     ``os.fork()`` (``multiprocessing``'s "fork" start method, a pre-forking server). Open the
@@ -366,6 +375,7 @@ ERROR_CODES: Dict[str, Type[TenureError]] = {
         Io,
         Closed,
         UsedAfterFork,
+        Busy,
     )
 }
 

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tenure::{Durability, Log, LogOptions, Store};
+use tenure::internals::{Log, LogOptions};
+use tenure::{Durability, Store};
 
 use super::image::Session;
 use super::workload;

@@ -15,7 +15,8 @@ use std::sync::{Arc, OnceLock};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tenure::{ErrorCode, Log, LogOptions, Store, WriteOptions};
+use tenure::internals::{Log, LogOptions};
+use tenure::{ErrorCode, Store, WriteOptions};
 
 use super::image::{self, Session, SUPERBLOCK_FILE};
 use super::{workload, ByteRng};

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tenure::{Durability, ErrorCode, FileStorage, Log, LogOptions};
+use tenure::internals::{FileStorage, Log, LogOptions};
+use tenure::{Durability, ErrorCode};
 
 use super::Context;
 use crate::payload;
@@ -63,7 +64,7 @@ pub fn writer_main(arguments: &[String]) -> Result<(), String> {
 fn open_retrying(
     directory: &Path,
     options: &LogOptions,
-    replay: &mut dyn FnMut(tenure::RecoveredRecord<'_>) -> tenure::Result<()>,
+    replay: &mut dyn FnMut(tenure::internals::RecoveredRecord<'_>) -> tenure::Result<()>,
 ) -> tenure::Result<Log> {
     let mut attempts = 0;
     loop {

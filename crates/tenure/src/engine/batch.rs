@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crossbeam_epoch::Shared;
 
-use crate::backend::options::WriteOptions;
+use crate::backend::batch::{BatchOperations, Operation};
 use crate::engine::core::{facts_of, Engine};
 use crate::engine::write::coordination_after_write;
 use crate::error::{Error, ErrorCode, Result};
@@ -32,7 +32,7 @@ use crate::log::record::HEADER_BYTES;
 use crate::log::Durability;
 use crate::record::Coordination;
 use crate::record::{self, ItemWrite};
-use crate::rules::conditions::{self, Conditions, ItemFacts, WriteKind};
+use crate::rules::conditions::{self, ItemFacts, WriteKind};
 use crate::rules::ttl;
 use crate::rules::validate;
 use crate::rules::with_current_etag;
@@ -40,71 +40,6 @@ use crate::types::{ETag, Version};
 
 /// A batch attempt that keeps meeting concurrent writers gives up after this many tries.
 const MAX_BATCH_ATTEMPTS: usize = 10_000;
-
-enum Operation {
-    Write {
-        kind: WriteKind,
-        /// Shared with the operation before it when that names the same container, so a batch
-        /// of writes to one container holds its name once.
-        container: Arc<str>,
-        key: Span,
-        /// `None` deletes.
-        value: Option<Span>,
-        options: WriteOptions,
-    },
-    Check {
-        container: Arc<str>,
-        key: Span,
-        options: WriteOptions,
-    },
-}
-
-/// Where an operation's key or value is in the batch's byte arena.
-#[derive(Clone, Copy)]
-struct Span {
-    start: usize,
-    length: usize,
-}
-
-impl Span {
-    fn of(self, bytes: &[u8]) -> &[u8] {
-        &bytes[self.start..self.start + self.length]
-    }
-}
-
-impl Operation {
-    fn container(&self) -> Arc<str> {
-        match self {
-            Operation::Write { container, .. } | Operation::Check { container, .. } => {
-                Arc::clone(container)
-            }
-        }
-    }
-
-    /// The operation's container and key (`bytes`: the batch's arena).
-    fn target<'a>(&'a self, bytes: &'a [u8]) -> (&'a str, &'a [u8]) {
-        match self {
-            Operation::Write { container, key, .. } | Operation::Check { container, key, .. } => {
-                (container, key.of(bytes))
-            }
-        }
-    }
-
-    fn container_name(&self) -> &str {
-        match self {
-            Operation::Write { container, .. } | Operation::Check { container, .. } => container,
-        }
-    }
-}
-
-/// A batch under construction. Nothing happens until `commit`.
-pub struct Batch<'store> {
-    store: &'store Engine,
-    operations: Vec<Operation>,
-    /// Every operation's key and value, one after another: one growing buffer instead of two
-    /// allocations per operation.
-    bytes: Vec<u8>,
-}
 
 /// The item state an operation sees: what is stored, or what an earlier operation wrote.
 #[derive(Clone)]
@@ -175,165 +110,54 @@ impl Installed<'_, '_> {
 }
 
 impl Engine {
-    pub fn batch(&self) -> Batch<'_> {
-        Batch {
-            store: self,
-            operations: Vec::new(),
-            bytes: Vec::new(),
-        }
-    }
-}
-
-impl<'store> Batch<'store> {
-    pub fn put(
-        &mut self,
-        container: &str,
-        key: &[u8],
-        value: &[u8],
-        options: WriteOptions,
-    ) -> &mut Self {
-        self.write(WriteKind::Put, container, key, Some(value), options)
-    }
-
-    pub fn create(
-        &mut self,
-        container: &str,
-        key: &[u8],
-        value: &[u8],
-        options: WriteOptions,
-    ) -> &mut Self {
-        self.write(WriteKind::Create, container, key, Some(value), options)
-    }
-
-    pub fn replace(
-        &mut self,
-        container: &str,
-        key: &[u8],
-        value: &[u8],
-        options: WriteOptions,
-    ) -> &mut Self {
-        self.write(WriteKind::Replace, container, key, Some(value), options)
-    }
-
-    pub fn delete(&mut self, container: &str, key: &[u8], options: WriteOptions) -> &mut Self {
-        self.write(WriteKind::Delete, container, key, None, options)
-    }
-
-    /// Asserts conditions (with none: that the item exists) without writing.
-    pub fn check(&mut self, container: &str, key: &[u8], conditions: Conditions) -> &mut Self {
-        self.check_with(container, key, WriteOptions::with_conditions(conditions))
-    }
-
-    /// A check that also names the item's lease id or lock handle (`options.conditions`,
-    /// `lease_id`, `lock_handle`; the other fields are ignored).
-    pub fn check_with(&mut self, container: &str, key: &[u8], options: WriteOptions) -> &mut Self {
-        let container = self.shared_container_name(container);
-        let key = self.append_bytes(key);
-        self.operations.push(Operation::Check {
-            container,
-            key,
-            options,
-        });
-        self
-    }
-
-    fn write(
-        &mut self,
-        kind: WriteKind,
-        container: &str,
-        key: &[u8],
-        value: Option<&[u8]>,
-        options: WriteOptions,
-    ) -> &mut Self {
-        let container = self.shared_container_name(container);
-        let key = self.append_bytes(key);
-        let value = value.map(|value| self.append_bytes(value));
-        self.operations.push(Operation::Write {
-            kind,
-            container,
-            key,
-            value,
-            options,
-        });
-        self
-    }
-
-    /// The previous operation's container name when it is the same, else a new one.
-    fn shared_container_name(&self, container: &str) -> Arc<str> {
-        match self.operations.last() {
-            Some(previous) if previous.container_name() == container => previous.container(),
-            _ => Arc::from(container),
-        }
-    }
-
-    fn append_bytes(&mut self, bytes: &[u8]) -> Span {
-        let span = Span {
-            start: self.bytes.len(),
-            length: bytes.len(),
-        };
-        self.bytes.extend_from_slice(bytes);
-        span
-    }
-
-    pub fn len(&self) -> usize {
-        self.operations.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.operations.is_empty()
-    }
-
     /// Commits every operation or none. Returns the batch's version (every written item's
     /// new ETag). On failure: `Error::BatchFailed { index, error }`.
-    pub fn commit(self) -> Result<Version> {
-        let store = self.store;
-        store.check_open()?;
-        self.validate()?;
+    pub(crate) fn commit_batch(&self, batch: &BatchOperations) -> Result<Version> {
+        self.check_open()?;
+        self.validate_batch(batch)?;
         for _ in 0..MAX_BATCH_ATTEMPTS {
-            if let Some(version) = self.attempt()? {
+            if let Some(version) = self.attempt_batch(batch)? {
                 return Ok(version);
             }
         }
-        Err(Error::invalid(
-            "batch",
-            "gave up after too many concurrent writes to its keys",
-        ))
+        // Concurrent writers kept moving the batch's keys: nothing was written.
+        Err(Error::rejected(ErrorCode::Busy))
     }
 
-    fn failed(&self, index: usize, error: Error) -> Error {
+    fn failed(batch: &BatchOperations, index: usize, error: Error) -> Error {
         Error::BatchFailed {
             index,
             error: Box::new(error),
-            operation_count: self.operations.len(),
+            operation_count: batch.operations().len(),
         }
     }
 
-    fn validate(&self) -> Result<()> {
-        let limits = &self.store.limits;
-        if self.operations.is_empty() {
+    fn validate_batch(&self, batch: &BatchOperations) -> Result<()> {
+        let limits = &self.limits;
+        if batch.operations().is_empty() {
             return Err(Error::invalid(
                 "batch",
                 "a batch needs at least one operation",
             ));
         }
-        if self.operations.len() > limits.max_batch_operations {
+        if batch.operations().len() > limits.max_batch_operations {
             return Err(Error::invalid(
                 "batch",
                 format!(
                     "at most {} operations, got {}",
                     limits.max_batch_operations,
-                    self.operations.len()
+                    batch.operations().len()
                 ),
             ));
         }
         let mut total_bytes = 0usize;
-        for (index, operation) in self.operations.iter().enumerate() {
-            let (container, key) = operation.target(&self.bytes);
+        for (index, operation) in batch.operations().iter().enumerate() {
+            let (container, key) = operation.target(batch.bytes());
             let checked =
                 validate::container_name(container).and_then(|()| validate::key(key, limits));
             let checked = checked.and_then(|()| match operation {
                 Operation::Write { value, options, .. } => {
-                    let value = value.map_or(&[][..], |value| value.of(&self.bytes));
+                    let value = value.map_or(&[][..], |value| value.of(batch.bytes()));
                     total_bytes += key.len() + value.len();
                     validate::value(value, limits)
                         .and_then(|()| validate::metadata(&options.metadata, limits))
@@ -344,7 +168,7 @@ impl<'store> Batch<'store> {
                 }
                 Operation::Check { .. } => Ok(()),
             });
-            checked.map_err(|error| self.failed(index, error))?;
+            checked.map_err(|error| Self::failed(batch, index, error))?;
         }
         if total_bytes > limits.max_batch_bytes {
             return Err(Error::invalid(
@@ -359,26 +183,26 @@ impl<'store> Batch<'store> {
     }
 
     /// One try. `Ok(None)`: a head moved under us; try again.
-    fn attempt(&self) -> Result<Option<Version>> {
-        let store = self.store;
+    fn attempt_batch(&self, batch: &BatchOperations) -> Result<Option<Version>> {
+        let store = self;
         let guard = crossbeam_epoch::pin();
         let mut fields = store.log.reader(&guard);
         let now = store.now();
         // The keys the batch touches, in the order it first touches them, and where each one
         // is in `touched`. Keyed by borrowed (container id, key): no key is copied.
-        let mut touched: Vec<Touched<'_>> = Vec::with_capacity(self.operations.len());
+        let mut touched: Vec<Touched<'_>> = Vec::with_capacity(batch.operations().len());
         let mut positions: HashMap<(u64, &[u8]), usize, foldhash::fast::RandomState> =
-            HashMap::with_capacity_and_hasher(self.operations.len(), Default::default());
+            HashMap::with_capacity_and_hasher(batch.operations().len(), Default::default());
         // Consecutive operations mostly name the same container: look it up once for them.
         let mut last_container: Option<(&str, Arc<Incarnation>)> = None;
         // Evaluate every operation in order against heads plus the overlay.
-        for (index, operation) in self.operations.iter().enumerate() {
-            let (container, key) = operation.target(&self.bytes);
+        for (index, operation) in batch.operations().iter().enumerate() {
+            let (container, key) = operation.target(batch.bytes());
             let incarnation = match &last_container {
                 Some((name, incarnation)) if *name == container => Arc::clone(incarnation),
                 _ => {
                     let incarnation = store.catalog.live(container).ok_or_else(|| {
-                        self.failed(index, Error::rejected(ErrorCode::ContainerNotFound))
+                        Self::failed(batch, index, Error::rejected(ErrorCode::ContainerNotFound))
                     })?;
                     last_container = Some((container, Arc::clone(&incarnation)));
                     incarnation
@@ -441,7 +265,7 @@ impl<'store> Batch<'store> {
                 })
                 .map_err(|error| {
                     let judged_against = entry.head_version.as_deref();
-                    self.failed(index, store.settle_refusal(judged_against, error))
+                    Self::failed(batch, index, store.settle_refusal(judged_against, error))
                 })?;
             entry.coordination = coordination;
             if let Operation::Write { value, .. } = operation {
@@ -461,14 +285,14 @@ impl<'store> Batch<'store> {
                     value,
                     options,
                     ..
-                } = &self.operations[index]
+                } = &batch.operations()[index]
                 else {
                     unreachable!("final writes are writes")
                 };
-                let value = value.map(|value| value.of(&self.bytes));
+                let value = value.map(|value| value.of(batch.bytes()));
                 writes.push(ItemWrite {
                     container_id: entry.incarnation.id,
-                    key: key.of(&self.bytes),
+                    key: key.of(batch.bytes()),
                     value,
                     last_modified: now,
                     expires_at: value.and_then(|_| {

@@ -5,6 +5,7 @@
 //! items, items and records of deleted containers) can simply be dropped: nothing older lies
 //! behind it that a dropped tombstone could let come back.
 
+use crate::backend::results::CompactionReport;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -61,23 +62,6 @@ pub(crate) enum BackgroundPass {
     OldestMostlyLive,
 }
 
-/// What one `compact` call did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CompactionReport {
-    pub segments_removed: usize,
-    pub bytes_removed: u64,
-    pub items_relocated: u64,
-    pub containers_relocated: u64,
-    /// A snapshot older than the compaction is open: segments were rewritten but not yet
-    /// removed (a later `compact` removes them).
-    pub deferred_by_snapshot: bool,
-    /// The change feed's retention kept the oldest segment.
-    pub retained_for_change_feed: bool,
-    /// Lease, lock or metadata changes kept racing the copy of an item whose value lies in the
-    /// oldest segment: the segment stays until a later `compact`.
-    pub deferred_by_writes: bool,
-}
-
 /// A record of the segment being compacted that may make its item depend on the segment.
 struct Candidate {
     container_id: u64,
@@ -111,7 +95,7 @@ impl Engine {
     /// since the last `compact` — so that what is left is the live data and no more. Readers
     /// and writers keep going; a writer racing a relocation at most retries its
     /// compare-and-swap once.
-    pub fn compact(&self) -> Result<CompactionReport> {
+    pub(crate) fn compact(&self) -> Result<CompactionReport> {
         self.check_open()?;
         let mut tail_after_last_compact = self.compaction.lock();
         if self.log.tail_offset() != *tail_after_last_compact {
@@ -650,7 +634,7 @@ mod tests {
         put_all(0..4_000, 0);
         let before = store.log_bytes();
         assert_eq!(
-            store.compact_sealed().unwrap(),
+            store.engine().compact_sealed().unwrap(),
             BackgroundPass::OldestMostlyLive
         );
         assert_eq!(store.log_bytes(), before, "a live segment stays");
@@ -658,13 +642,13 @@ mod tests {
         put_all(0..400, 1);
         put_all(800..1_200, 1);
         assert_eq!(
-            store.compact_sealed().unwrap(),
+            store.engine().compact_sealed().unwrap(),
             BackgroundPass::OldestMostlyLive
         );
         // Every item of the first segments rewritten: they are dead, and go.
         put_all(0..2_000, 2);
         let before = store.log_bytes();
-        store.compact_sealed().unwrap();
+        store.engine().compact_sealed().unwrap();
         assert!(store.log_bytes() < before, "dead segments go");
         for key in [0u32, 1_999, 2_000, 3_999] {
             let item = store

@@ -19,7 +19,7 @@ use crate::types::ETag;
 impl Engine {
     // ----- containers -----
 
-    pub fn create_container(
+    pub(crate) fn create_container(
         &self,
         name: &str,
         options: &ContainerOptions,
@@ -62,7 +62,11 @@ impl Engine {
     }
 
     /// Deletes the container and, atomically, every item in it.
-    pub fn delete_container(&self, name: &str, options: &ContainerWriteOptions) -> Result<()> {
+    pub(crate) fn delete_container(
+        &self,
+        name: &str,
+        options: &ContainerWriteOptions,
+    ) -> Result<()> {
         self.check_open()?;
         validate::container_name(name)?;
         validate::container_conditions(&options.conditions)?;
@@ -89,7 +93,7 @@ impl Engine {
         Ok(())
     }
 
-    pub fn container_properties(&self, name: &str) -> Result<ContainerProperties> {
+    pub(crate) fn container_properties(&self, name: &str) -> Result<ContainerProperties> {
         self.check_open()?;
         validate::container_name(name)?;
         let incarnation = self
@@ -99,7 +103,7 @@ impl Engine {
         Ok(properties_of(&incarnation))
     }
 
-    pub fn set_container_metadata(
+    pub(crate) fn set_container_metadata(
         &self,
         name: &str,
         metadata: &[(String, String)],
@@ -130,7 +134,7 @@ impl Engine {
         Ok(ETag(version))
     }
 
-    pub fn list_containers(&self) -> Result<Vec<String>> {
+    pub(crate) fn list_containers(&self) -> Result<Vec<String>> {
         self.check_open()?;
         Ok(self.catalog.names_at(self.version()))
     }

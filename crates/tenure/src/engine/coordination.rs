@@ -7,6 +7,7 @@
 //! Fences are the log version of the grant: strictly increasing per item, across reopen and
 //! compaction, with no extra state.
 
+use crate::backend::results::{Lease, LeaseRequest};
 use std::time::{Duration, Instant};
 
 use crate::backend::options::{Item, WriteOptions};
@@ -17,52 +18,12 @@ use crate::index::{
     coordination_box, index_key, node_of, view, NewVersion, VersionNode, COMMITTED,
 };
 use crate::record::{self, Coordination};
-use crate::rules::lease::{
-    self, LeaseAction, LeaseContext, LeaseDuration, LeaseId, LeaseInfo, LeaseOutcome,
-};
+use crate::rules::lease::{self, LeaseAction, LeaseContext, LeaseId, LeaseInfo, LeaseOutcome};
 use crate::rules::lock::{self, LockHandle};
 use crate::rules::ttl::{self, Ttl};
 use crate::rules::validate;
 use crate::rules::with_current_etag;
 use crate::types::{ETag, Version};
-
-/// What an acquire asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseRequest {
-    pub duration: LeaseDuration,
-    /// Acquire with this id (else tenure generates one).
-    pub proposed_id: Option<LeaseId>,
-    /// A label shown by lease info (who holds it), at most 256 bytes.
-    pub holder: Option<String>,
-}
-
-impl LeaseRequest {
-    /// A fixed lease of `seconds` (15–60).
-    pub fn seconds(seconds: u32) -> Result<LeaseRequest> {
-        Ok(LeaseRequest {
-            duration: LeaseDuration::fixed(seconds)?,
-            proposed_id: None,
-            holder: None,
-        })
-    }
-
-    pub fn infinite() -> LeaseRequest {
-        LeaseRequest {
-            duration: LeaseDuration::Infinite,
-            proposed_id: None,
-            holder: None,
-        }
-    }
-}
-
-/// A granted lease: its id and its fencing token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lease {
-    pub id: LeaseId,
-    /// Strictly increasing per item across all grants; pass it to other systems so they can
-    /// refuse a stale holder.
-    pub fence: u64,
-}
 
 fn lease_of(outcome: &LeaseOutcome) -> Result<Lease> {
     match (outcome.lease_id, outcome.fence) {
@@ -157,7 +118,7 @@ impl Engine {
                 .ok_or_else(|| Error::rejected(ErrorCode::NotFound))?
         };
         let guard = crossbeam_epoch::pin();
-        loop {
+        for _ in 0..crate::engine::write::MAX_INSTALL_ATTEMPTS {
             let now = self.now();
             let head = slot.settled_head(&guard);
             let head_version = view(head, &mut self.log.reader(&guard))?;
@@ -224,6 +185,8 @@ impl Engine {
                 Err(_) => reservation.abort(),
             }
         }
+        // Concurrent writers kept moving the key's head: nothing changed.
+        Err(Error::rejected(ErrorCode::Busy))
     }
 
     fn lease_action(
@@ -264,7 +227,7 @@ impl Engine {
     }
 
     /// Acquires the item's lease (SPEC §4). Never waits: see `acquire_lease_wait`.
-    pub fn acquire_lease(
+    pub(crate) fn acquire_lease(
         &self,
         container: &str,
         key: &[u8],
@@ -278,11 +241,11 @@ impl Engine {
         lease_of(&self.lease_action(container, key, action)?)
     }
 
-    pub fn renew_lease(&self, container: &str, key: &[u8], id: LeaseId) -> Result<Lease> {
+    pub(crate) fn renew_lease(&self, container: &str, key: &[u8], id: LeaseId) -> Result<Lease> {
         lease_of(&self.lease_action(container, key, LeaseAction::Renew { id })?)
     }
 
-    pub fn change_lease(
+    pub(crate) fn change_lease(
         &self,
         container: &str,
         key: &[u8],
@@ -293,14 +256,14 @@ impl Engine {
         lease_of(&self.lease_action(container, key, action)?)
     }
 
-    pub fn release_lease(&self, container: &str, key: &[u8], id: LeaseId) -> Result<()> {
+    pub(crate) fn release_lease(&self, container: &str, key: &[u8], id: LeaseId) -> Result<()> {
         self.lease_action(container, key, LeaseAction::Release { id })
             .map(|_| ())
     }
 
     /// Breaks the lease; returns the time until a new lease can be acquired (zero when broken
     /// at once). `period_seconds`: 0–60, or `None` (see SPEC §4).
-    pub fn break_lease(
+    pub(crate) fn break_lease(
         &self,
         container: &str,
         key: &[u8],
@@ -313,7 +276,7 @@ impl Engine {
     }
 
     /// The item's lease as of now: state, id, fence, time left, holder.
-    pub fn lease_info(&self, container: &str, key: &[u8]) -> Result<LeaseInfo> {
+    pub(crate) fn lease_info(&self, container: &str, key: &[u8]) -> Result<LeaseInfo> {
         self.check_open()?;
         validate::container_name(container)?;
         validate::key(key, &self.limits)?;
@@ -339,7 +302,7 @@ impl Engine {
 
     /// Acquires the lease, waiting (first come, first served among waiters, no busy loop) up to
     /// `timeout` for it to become free; `LeaseAlreadyPresent` when the time is up.
-    pub fn acquire_lease_wait(
+    pub(crate) fn acquire_lease_wait(
         &self,
         container: &str,
         key: &[u8],
@@ -390,7 +353,7 @@ impl Engine {
 
     /// Locks the item for `lock_timeout` and returns it with an unguessable handle. With
     /// `force`, an absent key is locked too (no item comes back). Never waits.
-    pub fn get_and_lock(
+    pub(crate) fn get_and_lock(
         &self,
         container: &str,
         key: &[u8],
@@ -453,7 +416,7 @@ impl Engine {
 
     /// Replaces the locked item's value and unlocks it (`NotFound`, `ObjectNotLocked`,
     /// `InvalidLockHandle` per SPEC §6). `ttl` as for put.
-    pub fn put_and_unlock(
+    pub(crate) fn put_and_unlock(
         &self,
         container: &str,
         key: &[u8],
@@ -472,7 +435,7 @@ impl Engine {
     /// Releases the lock. Without a new `ttl`, an item already past its expiry is gone at once
     /// (the lock had suspended its expiry); with one, its expiry restarts from now. The ETag
     /// does not change either way.
-    pub fn unlock(
+    pub(crate) fn unlock(
         &self,
         container: &str,
         key: &[u8],
@@ -553,7 +516,11 @@ impl Engine {
         Ok(outcome)
     }
 
-    pub fn acquire_container_lease(&self, name: &str, request: &LeaseRequest) -> Result<Lease> {
+    pub(crate) fn acquire_container_lease(
+        &self,
+        name: &str,
+        request: &LeaseRequest,
+    ) -> Result<Lease> {
         let action = LeaseAction::Acquire {
             proposed_id: request.proposed_id,
             duration: request.duration,
@@ -562,11 +529,11 @@ impl Engine {
         lease_of(&self.container_lease_action(name, action)?)
     }
 
-    pub fn renew_container_lease(&self, name: &str, id: LeaseId) -> Result<Lease> {
+    pub(crate) fn renew_container_lease(&self, name: &str, id: LeaseId) -> Result<Lease> {
         lease_of(&self.container_lease_action(name, LeaseAction::Renew { id })?)
     }
 
-    pub fn change_container_lease(
+    pub(crate) fn change_container_lease(
         &self,
         name: &str,
         id: LeaseId,
@@ -575,12 +542,12 @@ impl Engine {
         lease_of(&self.container_lease_action(name, LeaseAction::Change { id, proposed_id })?)
     }
 
-    pub fn release_container_lease(&self, name: &str, id: LeaseId) -> Result<()> {
+    pub(crate) fn release_container_lease(&self, name: &str, id: LeaseId) -> Result<()> {
         self.container_lease_action(name, LeaseAction::Release { id })
             .map(|_| ())
     }
 
-    pub fn break_container_lease(
+    pub(crate) fn break_container_lease(
         &self,
         name: &str,
         period_seconds: Option<u32>,
@@ -591,7 +558,7 @@ impl Engine {
         ))
     }
 
-    pub fn container_lease_info(&self, name: &str) -> Result<LeaseInfo> {
+    pub(crate) fn container_lease_info(&self, name: &str) -> Result<LeaseInfo> {
         self.check_open()?;
         validate::container_name(name)?;
         let incarnation = self

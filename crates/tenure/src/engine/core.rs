@@ -61,18 +61,18 @@ impl Engine {
     }
 
     /// Makes every acknowledged write durable (in `buffered` mode; `sync` writes already are).
-    pub fn flush(&self) -> Result<()> {
+    pub(crate) fn flush(&self) -> Result<()> {
         self.check_open()?;
         self.log.flush()
     }
 
     /// Bytes the log's segment files take on disk.
-    pub fn log_bytes(&self) -> u64 {
+    pub(crate) fn log_bytes(&self) -> u64 {
         self.log.allocated_bytes()
     }
 
     /// The latest committed version.
-    pub fn version(&self) -> Version {
+    pub(crate) fn version(&self) -> Version {
         self.log.visible_version()
     }
 

@@ -16,7 +16,7 @@ impl Engine {
     /// recorded. An item written meanwhile is left alone (its write reset the TTL). Walks
     /// every item until it has recorded `max_items` (once any item can expire): its cost grows
     /// with the store.
-    pub fn sweep_expired(&self, max_items: usize) -> Result<usize> {
+    pub(crate) fn sweep_expired(&self, max_items: usize) -> Result<usize> {
         self.sweep_expired_step(&mut Vec::new(), usize::MAX, max_items)
     }
 
@@ -198,13 +198,25 @@ mod tests {
         for key in [b"a", b"b", b"c"] {
             put(store, key, None);
         }
-        assert!(!store.index.may_hold_expiring_items());
+        assert!(!store.engine().index.may_hold_expiring_items());
         let mut cursor = Vec::new();
-        assert_eq!(store.sweep_expired_step(&mut cursor, 1, 10).unwrap(), 0);
+        assert_eq!(
+            store
+                .engine()
+                .sweep_expired_step(&mut cursor, 1, 10)
+                .unwrap(),
+            0
+        );
         assert!(cursor.is_empty(), "no walk, so nowhere to resume");
         put(store, b"d", Some(5));
-        assert!(store.index.may_hold_expiring_items());
-        assert_eq!(store.sweep_expired_step(&mut cursor, 1, 10).unwrap(), 0);
+        assert!(store.engine().index.may_hold_expiring_items());
+        assert_eq!(
+            store
+                .engine()
+                .sweep_expired_step(&mut cursor, 1, 10)
+                .unwrap(),
+            0
+        );
         assert!(
             !cursor.is_empty(),
             "one item visited, the walk resumes at the next"
@@ -222,7 +234,7 @@ mod tests {
         };
         batch.put("c", b"a", b"value", expiring);
         batch.commit().unwrap();
-        assert!(store.index.may_hold_expiring_items(), "a batch");
+        assert!(store.engine().index.may_hold_expiring_items(), "a batch");
 
         let unlock_test = TestStore::new("unlock");
         let store = unlock_test.store();
@@ -230,12 +242,12 @@ mod tests {
         let (_, handle) = store
             .get_and_lock("c", b"a", std::time::Duration::from_secs(30), false)
             .unwrap();
-        assert!(!store.index.may_hold_expiring_items());
+        assert!(!store.engine().index.may_hold_expiring_items());
         store
             .unlock("c", b"a", handle, Some(Ttl::Seconds(5)))
             .unwrap();
         assert!(
-            store.index.may_hold_expiring_items(),
+            store.engine().index.may_hold_expiring_items(),
             "an unlock with a TTL"
         );
     }
@@ -251,19 +263,28 @@ mod tests {
         test.clock.advance_seconds(5);
         let mut cursor = Vec::new();
         assert_eq!(
-            store.sweep_expired_step(&mut cursor, 2, 10).unwrap(),
+            store
+                .engine()
+                .sweep_expired_step(&mut cursor, 2, 10)
+                .unwrap(),
             1,
             "a, b"
         );
         assert_eq!(&cursor[8..], b"c");
         assert_eq!(
-            store.sweep_expired_step(&mut cursor, 2, 10).unwrap(),
+            store
+                .engine()
+                .sweep_expired_step(&mut cursor, 2, 10)
+                .unwrap(),
             1,
             "c, d"
         );
         assert!(cursor.is_empty(), "the end: the next step starts over");
         assert_eq!(
-            store.sweep_expired_step(&mut cursor, 10, 10).unwrap(),
+            store
+                .engine()
+                .sweep_expired_step(&mut cursor, 10, 10)
+                .unwrap(),
             0,
             "each expiry recorded once"
         );
@@ -279,9 +300,21 @@ mod tests {
         }
         test.clock.advance_seconds(5);
         let mut cursor = Vec::new();
-        assert_eq!(store.sweep_expired_step(&mut cursor, 10, 2).unwrap(), 2);
+        assert_eq!(
+            store
+                .engine()
+                .sweep_expired_step(&mut cursor, 10, 2)
+                .unwrap(),
+            2
+        );
         assert_eq!(&cursor[8..], b"c");
-        assert_eq!(store.sweep_expired_step(&mut cursor, 10, 2).unwrap(), 1);
+        assert_eq!(
+            store
+                .engine()
+                .sweep_expired_step(&mut cursor, 10, 2)
+                .unwrap(),
+            1
+        );
     }
 
     #[test]
@@ -289,12 +322,12 @@ mod tests {
         let mut without = TestStore::new("reopen-without");
         put(without.store(), b"a", None);
         without.reopen();
-        assert!(!without.store().index.may_hold_expiring_items());
+        assert!(!without.store().engine().index.may_hold_expiring_items());
 
         let mut with = TestStore::new("reopen-with");
         put(with.store(), b"a", None);
         put(with.store(), b"b", Some(60));
         with.reopen();
-        assert!(with.store().index.may_hold_expiring_items());
+        assert!(with.store().engine().index.may_hold_expiring_items());
     }
 }

@@ -4,6 +4,7 @@
 //! Records that are not changes (compaction's copies, lease and lock changes, aborts) are
 //! skipped.
 
+use crate::backend::results::{Change, ChangeKind, ChangeRef, ChangesOptions};
 use std::time::Duration;
 
 use crate::engine::core::Engine;
@@ -15,109 +16,11 @@ use crate::types::{ETag, Version};
 /// At most this many changes per `changes` call.
 pub const MAX_CHANGES_PER_CALL: usize = 100_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ChangeKind {
-    /// An item written where none existed.
-    Created,
-    /// An existing item's value or properties replaced.
-    Updated,
-    Deleted,
-    /// The item's TTL ran out; reported at the version that recorded it.
-    Expired,
-    ContainerCreated,
-    ContainerDeleted,
-}
-
-/// One committed change, borrowed from the log (see `visit_changes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChangeRef<'a> {
-    pub version: Version,
-    pub kind: ChangeKind,
-    pub container: &'a str,
-    pub key: Option<&'a [u8]>,
-    pub etag: Option<ETag>,
-    /// The new value (creates and updates).
-    pub value: Option<&'a [u8]>,
-}
-
-impl ChangeRef<'_> {
-    pub fn to_owned(&self, include_value: bool) -> Change {
-        Change {
-            version: self.version,
-            kind: self.kind,
-            container: self.container.to_owned(),
-            key: self.key.map(<[u8]>::to_vec),
-            etag: self.etag,
-            value: self.value.filter(|_| include_value).map(<[u8]>::to_vec),
-        }
-    }
-}
-
-/// One committed change.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
-    pub version: Version,
-    pub kind: ChangeKind,
-    pub container: String,
-    /// `None` for container changes.
-    pub key: Option<Vec<u8>>,
-    /// The item's new ETag (creates and updates).
-    pub etag: Option<ETag>,
-    /// The new value, when asked for (creates and updates).
-    pub value: Option<Vec<u8>>,
-}
-
-#[derive(Debug, Clone)]
-pub struct ChangesOptions {
-    /// Only this container's changes (its create and delete included).
-    pub container: Option<String>,
-    pub include_values: bool,
-    /// At most this many changes (1..=100,000); a caller continues from the last version.
-    pub max_changes: usize,
-}
-
-impl Change {
-    pub fn as_ref(&self) -> ChangeRef<'_> {
-        ChangeRef {
-            version: self.version,
-            kind: self.kind,
-            container: &self.container,
-            key: self.key.as_deref(),
-            etag: self.etag,
-            value: self.value.as_deref(),
-        }
-    }
-}
-
-impl Default for ChangesOptions {
-    fn default() -> ChangesOptions {
-        ChangesOptions {
-            container: None,
-            include_values: false,
-            max_changes: 1000,
-        }
-    }
-}
-
 impl Engine {
-    /// Committed changes with versions greater than `since`, oldest first, up to
-    /// `options.max_changes`. Resume by passing the last version you processed. Fails with
-    /// `InvalidArgument` (naming the oldest available version) when `since` is older than the
-    /// retained log.
-    pub fn changes(&self, since: Version, options: &ChangesOptions) -> Result<Vec<Change>> {
-        let mut changes = Vec::new();
-        self.visit_changes(since, options, &mut |change| {
-            changes.push(change.to_owned(options.include_values));
-            changes.len() < options.max_changes
-        })?;
-        Ok(changes)
-    }
-
     /// Like [`changes`](Self::changes) without copying: `visit` sees each change with its key
     /// and value borrowed from the log's mapping, and returns `false` to stop. At most
     /// `options.max_changes` are visited.
-    pub fn visit_changes(
+    pub(crate) fn visit_changes(
         &self,
         since: Version,
         options: &ChangesOptions,
@@ -303,7 +206,7 @@ impl Engine {
 
     /// Blocks until a change newer than `since` is committed or `timeout` passes (no busy
     /// loop). Returns whether one is there.
-    pub fn wait_for_changes(&self, since: Version, timeout: Duration) -> Result<bool> {
+    pub(crate) fn wait_for_changes(&self, since: Version, timeout: Duration) -> Result<bool> {
         self.check_open()?;
         if timeout > Duration::from_secs(24 * 3600) {
             return Err(Error::invalid("timeout", "at most 24 hours"));

@@ -16,157 +16,469 @@ pub(crate) mod snapshot;
 pub(crate) mod stats;
 pub(crate) mod write;
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
-pub use self::core::Engine;
-use crate::backend::options::StoreOptions;
+use self::core::Engine;
+use crate::backend::batch::BatchOperations;
+use crate::backend::options::{
+    ContainerOptions, ContainerProperties, ContainerWriteOptions, Item, ItemRef, Page, ReadOptions,
+    StoreOptions, WriteOptions,
+};
+use crate::backend::results::{
+    BorrowedItem, ChangeRef, ChangesOptions, CompactionReport, Lease, LeaseRequest, ScanEntry,
+    StoreStats,
+};
+use crate::backend::{Backend, BackendSnapshot, PutKind};
 use crate::error::{Error, Result};
 use crate::index::catalog::Catalog;
 use crate::index::slot::MAXIMUM_KEY_BYTES;
 use crate::index::Index;
 use crate::log::{Log, LogOptions};
-use crate::storage::{FileStorage, Storage};
+use crate::rules::lease::{LeaseId, LeaseInfo};
+use crate::rules::lock::LockHandle;
+use crate::rules::ttl::Ttl;
+use crate::storage::Storage;
+use crate::types::{ETag, Version};
+use compaction::BackgroundCompaction;
 
-/// An open store. Share it between threads by reference or in an `Arc`. Every operation is a
-/// method of [`Engine`], reached through `Deref`.
-///
-/// # Processes and `fork()`
-///
-/// A store is open in one process at a time (a second open is `StoreLocked`). A child made by
-/// `fork()` after the open inherits a copy of the handle that refuses every call with
-/// [`ErrorCode::UsedAfterFork`] and changes nothing on disk; closing or dropping it there is
-/// allowed and releases nothing the parent holds. A child that needs the store opens it
-/// itself, once the parent has closed it; a worker pool that forks should open the store in
-/// each worker instead of before the fork.
-pub struct Store {
-    shared: Arc<Engine>,
-    background: Option<crate::engine::compaction::BackgroundCompaction>,
+/// A store open on the local engine, with its background compaction.
+pub(crate) struct LocalStore {
+    engine: Arc<Engine>,
+    background: Mutex<Option<BackgroundCompaction>>,
 }
 
-impl std::ops::Deref for Store {
-    type Target = Engine;
-
-    fn deref(&self) -> &Engine {
-        &self.shared
-    }
-}
-
-impl Store {
-    /// Opens the store in directory `path`, creating it if needed.
-    pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
-        Store::open_with_storage(Arc::new(FileStorage::new(path.as_ref())), options)
-    }
-
-    /// Opens a store on any [`Storage`] (tests use the simulated disk).
-    pub fn open_with_storage(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        if !(1..=MAXIMUM_KEY_BYTES).contains(&options.limits.max_key_bytes) {
-            return Err(Error::invalid(
-                "limits.max_key_bytes",
-                format!(
-                    "must be 1..={MAXIMUM_KEY_BYTES}, got {}",
-                    options.limits.max_key_bytes
-                ),
-            ));
-        }
-        let owner = crate::base::fork::OwningProcess::current();
-        let index = Index::new();
-        let catalog = Catalog::default();
-        let log_options = LogOptions {
-            segment_size_bytes: options.segment_size_bytes,
-            durability: options.durability,
-            ..LogOptions::default()
-        };
-        // Leases recovered from the log are clamped against the clock at open (SPEC §11).
-        let now = options.clock.now();
-        let log = {
-            let mut replay = |mut record: crate::log::RecoveredRecord<'_>| {
-                crate::index::replay::replay_record(
-                    &index,
-                    &catalog,
-                    now,
-                    record.version,
-                    record.location,
-                    record.payload,
-                    &mut record.earlier,
-                )
-            };
-            Log::open(storage, &log_options, &mut replay)?
-        };
-        index.finish_replay();
-        catalog.finish_replay();
-        let background_interval = options.background_compaction_interval;
-        let shared = Arc::new(Engine {
-            log,
-            index,
-            catalog,
-            clock: options.clock,
-            limits: options.limits,
-            snapshots: Mutex::new(open_snapshots::OpenSnapshots::default()),
-            oldest_snapshot: AtomicU64::new(u64::MAX),
-            lease_waiters: Default::default(),
-            compaction: Mutex::new(0),
-            feed_retention: (
-                options.change_feed_retention_versions,
-                options.change_feed_retention_bytes,
+/// Opens (creating if needed) the store on `storage`: replays the log into the index.
+pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<LocalStore> {
+    if !(1..=MAXIMUM_KEY_BYTES).contains(&options.limits.max_key_bytes) {
+        return Err(Error::invalid(
+            "limits.max_key_bytes",
+            format!(
+                "must be 1..={MAXIMUM_KEY_BYTES}, got {}",
+                options.limits.max_key_bytes
             ),
-            closed: AtomicBool::new(false),
-            owner,
-        });
-        let background = background_interval
-            .map(|interval| {
-                crate::engine::compaction::BackgroundCompaction::start(
-                    Arc::downgrade(&shared),
-                    interval,
-                    options.background_compaction_sealed_segments,
-                )
-            })
-            .transpose()?;
-        Ok(Store { shared, background })
+        ));
     }
+    let owner = crate::base::fork::OwningProcess::current();
+    let index = Index::new();
+    let catalog = Catalog::default();
+    let log_options = LogOptions {
+        segment_size_bytes: options.segment_size_bytes,
+        durability: options.durability,
+        ..LogOptions::default()
+    };
+    // Leases recovered from the log are clamped against the clock at open (docs/spec.md §11).
+    let now = options.clock.now();
+    let log = {
+        let mut replay = |mut record: crate::log::RecoveredRecord<'_>| {
+            crate::index::replay::replay_record(
+                &index,
+                &catalog,
+                now,
+                record.version,
+                record.location,
+                record.payload,
+                &mut record.earlier,
+            )
+        };
+        Log::open(storage, &log_options, &mut replay)?
+    };
+    index.finish_replay();
+    catalog.finish_replay();
+    let background_interval = options.background_compaction_interval;
+    let shared = Arc::new(Engine {
+        log,
+        index,
+        catalog,
+        clock: options.clock,
+        limits: options.limits,
+        snapshots: Mutex::new(open_snapshots::OpenSnapshots::default()),
+        oldest_snapshot: AtomicU64::new(u64::MAX),
+        lease_waiters: Default::default(),
+        compaction: Mutex::new(0),
+        feed_retention: (
+            options.change_feed_retention_versions,
+            options.change_feed_retention_bytes,
+        ),
+        closed: AtomicBool::new(false),
+        owner,
+    });
+    let background = background_interval
+        .map(|interval| {
+            BackgroundCompaction::start(
+                Arc::downgrade(&shared),
+                interval,
+                options.background_compaction_sealed_segments,
+            )
+        })
+        .transpose()?;
+    Ok(LocalStore {
+        engine: shared,
+        background: Mutex::new(background),
+    })
+}
 
-    /// Flushes and closes. Later calls (through other references) fail with `Closed`.
-    ///
-    /// In a child that inherited this handle through `fork()`, closing (or dropping) writes
-    /// nothing, releases nothing the parent holds (the store's lock, its files, its threads)
-    /// and takes no lock: the handle's memory is left to go with the child's process image.
-    pub fn close(mut self) -> Result<()> {
-        self.shutdown()
-    }
-
-    fn shutdown(&mut self) -> Result<()> {
-        if self.shared.owner.is_inherited_or_cloned() {
+impl LocalStore {
+    fn shutdown(&self) -> Result<()> {
+        if self.engine.owner.is_inherited_or_cloned() {
             self.abandon_in_child();
             return Ok(());
         }
-        if let Some(background) = self.background.take() {
+        if let Some(background) = self.background.lock().take() {
             background.stop();
         }
-        if self.shared.closed.swap(true, Ordering::AcqRel) {
+        if self.engine.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.shared.log.close()
+        self.engine.log.close()
     }
-}
 
-impl Store {
     /// Leaves an inherited store as the fork left it. Dropping the engine state would free
     /// slots and arena chunks under process-wide locks, and stopping the store's threads
     /// would join threads that do not exist here; either could wait forever on a lock that a
     /// thread of the parent held at the fork. Both are leaked instead, which is the child's
     /// memory only.
-    fn abandon_in_child(&mut self) {
-        self.shared.closed.store(true, Ordering::Release);
-        std::mem::forget(self.background.take());
-        std::mem::forget(Arc::clone(&self.shared));
+    fn abandon_in_child(&self) {
+        self.engine.closed.store(true, Ordering::Release);
+        if let Some(mut background) = self.background.try_lock() {
+            std::mem::forget(background.take());
+        }
+        std::mem::forget(Arc::clone(&self.engine));
     }
 }
 
-impl Drop for Store {
+impl Drop for LocalStore {
     fn drop(&mut self) {
         let _ = self.shutdown();
+    }
+}
+
+impl Backend for LocalStore {
+    fn close(&self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.engine.flush()
+    }
+
+    fn version(&self) -> Version {
+        self.engine.version()
+    }
+
+    fn create_container(
+        &self,
+        name: &str,
+        options: &ContainerOptions,
+    ) -> Result<ContainerProperties> {
+        self.engine.create_container(name, options)
+    }
+
+    fn delete_container(&self, name: &str, options: &ContainerWriteOptions) -> Result<()> {
+        self.engine.delete_container(name, options)
+    }
+
+    fn container_properties(&self, name: &str) -> Result<ContainerProperties> {
+        self.engine.container_properties(name)
+    }
+
+    fn set_container_metadata(
+        &self,
+        name: &str,
+        metadata: &[(String, String)],
+        options: &ContainerWriteOptions,
+    ) -> Result<ETag> {
+        self.engine.set_container_metadata(name, metadata, options)
+    }
+
+    fn list_containers(&self) -> Result<Vec<String>> {
+        self.engine.list_containers()
+    }
+
+    fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
+        self.engine.get(container, key, options)
+    }
+
+    fn get_properties(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
+        self.engine.get_properties(container, key, options)
+    }
+
+    fn get_with(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+        read: &mut dyn FnMut(ItemRef<'_>),
+    ) -> Result<()> {
+        self.engine.get_with(container, key, options, read)
+    }
+
+    fn list(
+        &self,
+        container: &str,
+        prefix: &[u8],
+        page_size: usize,
+        continuation: Option<&str>,
+        include_values: bool,
+    ) -> Result<Page> {
+        self.engine
+            .list(container, prefix, page_size, continuation, include_values)
+    }
+
+    fn put(
+        &self,
+        kind: PutKind,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        options: &WriteOptions,
+    ) -> Result<ETag> {
+        match kind {
+            PutKind::Put => self.engine.put(container, key, value, options),
+            PutKind::Create => self.engine.create(container, key, value, options),
+            PutKind::Replace => self.engine.replace(container, key, value, options),
+        }
+    }
+
+    fn delete(&self, container: &str, key: &[u8], options: &WriteOptions) -> Result<()> {
+        self.engine.delete(container, key, options)
+    }
+
+    fn set_properties(&self, container: &str, key: &[u8], options: &WriteOptions) -> Result<ETag> {
+        self.engine.set_properties(container, key, options)
+    }
+
+    fn set_metadata(&self, container: &str, key: &[u8], options: &WriteOptions) -> Result<ETag> {
+        self.engine.set_metadata(container, key, options)
+    }
+
+    fn update(
+        &self,
+        container: &str,
+        key: &[u8],
+        max_attempts: usize,
+        change: &mut dyn FnMut(&[u8]) -> Vec<u8>,
+    ) -> Result<Item> {
+        self.engine.update(container, key, max_attempts, change)
+    }
+
+    fn commit_batch(&self, batch: &BatchOperations) -> Result<Version> {
+        self.engine.commit_batch(batch)
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn BackendSnapshot + '_>> {
+        Ok(Box::new(self.engine.snapshot()?))
+    }
+
+    fn acquire_lease(&self, container: &str, key: &[u8], request: &LeaseRequest) -> Result<Lease> {
+        self.engine.acquire_lease(container, key, request)
+    }
+
+    fn acquire_lease_wait(
+        &self,
+        container: &str,
+        key: &[u8],
+        request: &LeaseRequest,
+        timeout: Duration,
+    ) -> Result<Lease> {
+        self.engine
+            .acquire_lease_wait(container, key, request, timeout)
+    }
+
+    fn renew_lease(&self, container: &str, key: &[u8], id: LeaseId) -> Result<Lease> {
+        self.engine.renew_lease(container, key, id)
+    }
+
+    fn change_lease(
+        &self,
+        container: &str,
+        key: &[u8],
+        id: LeaseId,
+        proposed_id: LeaseId,
+    ) -> Result<Lease> {
+        self.engine.change_lease(container, key, id, proposed_id)
+    }
+
+    fn release_lease(&self, container: &str, key: &[u8], id: LeaseId) -> Result<()> {
+        self.engine.release_lease(container, key, id)
+    }
+
+    fn break_lease(
+        &self,
+        container: &str,
+        key: &[u8],
+        period_seconds: Option<u32>,
+    ) -> Result<Duration> {
+        self.engine.break_lease(container, key, period_seconds)
+    }
+
+    fn lease_info(&self, container: &str, key: &[u8]) -> Result<LeaseInfo> {
+        self.engine.lease_info(container, key)
+    }
+
+    fn acquire_container_lease(&self, name: &str, request: &LeaseRequest) -> Result<Lease> {
+        self.engine.acquire_container_lease(name, request)
+    }
+
+    fn renew_container_lease(&self, name: &str, id: LeaseId) -> Result<Lease> {
+        self.engine.renew_container_lease(name, id)
+    }
+
+    fn change_container_lease(
+        &self,
+        name: &str,
+        id: LeaseId,
+        proposed_id: LeaseId,
+    ) -> Result<Lease> {
+        self.engine.change_container_lease(name, id, proposed_id)
+    }
+
+    fn release_container_lease(&self, name: &str, id: LeaseId) -> Result<()> {
+        self.engine.release_container_lease(name, id)
+    }
+
+    fn break_container_lease(&self, name: &str, period_seconds: Option<u32>) -> Result<Duration> {
+        self.engine.break_container_lease(name, period_seconds)
+    }
+
+    fn container_lease_info(&self, name: &str) -> Result<LeaseInfo> {
+        self.engine.container_lease_info(name)
+    }
+
+    fn get_and_lock(
+        &self,
+        container: &str,
+        key: &[u8],
+        lock_timeout: Duration,
+        force: bool,
+    ) -> Result<(Option<Item>, LockHandle)> {
+        self.engine
+            .get_and_lock(container, key, lock_timeout, force)
+    }
+
+    fn put_and_unlock(
+        &self,
+        container: &str,
+        key: &[u8],
+        value: &[u8],
+        handle: LockHandle,
+        ttl: Ttl,
+    ) -> Result<ETag> {
+        self.engine
+            .put_and_unlock(container, key, value, handle, ttl)
+    }
+
+    fn unlock(
+        &self,
+        container: &str,
+        key: &[u8],
+        handle: LockHandle,
+        ttl: Option<Ttl>,
+    ) -> Result<()> {
+        self.engine.unlock(container, key, handle, ttl)
+    }
+
+    fn visit_changes(
+        &self,
+        since: Version,
+        options: &ChangesOptions,
+        visit: &mut dyn FnMut(ChangeRef<'_>) -> bool,
+    ) -> Result<()> {
+        self.engine.visit_changes(since, options, visit)
+    }
+
+    fn wait_for_changes(&self, since: Version, timeout: Duration) -> Result<bool> {
+        self.engine.wait_for_changes(since, timeout)
+    }
+
+    fn compact(&self) -> Result<CompactionReport> {
+        self.engine.compact()
+    }
+
+    fn sweep_expired(&self, max_items: usize) -> Result<usize> {
+        self.engine.sweep_expired(max_items)
+    }
+
+    fn stats(&self) -> Result<StoreStats> {
+        self.engine.stats()
+    }
+
+    fn log_bytes(&self) -> u64 {
+        self.engine.log_bytes()
+    }
+
+    fn compaction_progress(&self) -> (u64, u64) {
+        (self.engine.log_start_offset(), self.engine.sealed_bytes())
+    }
+
+    #[cfg(test)]
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl LocalStore {
+    /// The engine behind the store, for the engine's own tests.
+    #[cfg(test)]
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl BackendSnapshot for snapshot::Snapshot<'_> {
+    fn version(&self) -> Version {
+        snapshot::Snapshot::version(self)
+    }
+
+    fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
+        snapshot::Snapshot::get(self, container, key, options)
+    }
+
+    fn get_properties(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
+        snapshot::Snapshot::get_properties(self, container, key, options)
+    }
+
+    fn get_borrowed(
+        &self,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+    ) -> Result<BorrowedItem<'_>> {
+        snapshot::Snapshot::get_borrowed(self, container, key, options)
+    }
+
+    fn list(
+        &self,
+        container: &str,
+        prefix: &[u8],
+        page_size: usize,
+        continuation: Option<&str>,
+        include_values: bool,
+    ) -> Result<Page> {
+        snapshot::Snapshot::list(
+            self,
+            container,
+            prefix,
+            page_size,
+            continuation,
+            include_values,
+        )
+    }
+
+    fn list_containers(&self) -> Result<Vec<String>> {
+        snapshot::Snapshot::list_containers(self)
+    }
+
+    fn scan(
+        &self,
+        container: &str,
+        prefix: &[u8],
+        from: &[u8],
+        visit: &mut dyn FnMut(ScanEntry<'_>) -> bool,
+    ) -> Result<usize> {
+        snapshot::Snapshot::scan(self, container, prefix, from, visit)
     }
 }

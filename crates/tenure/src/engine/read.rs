@@ -11,7 +11,7 @@ use crate::clock::{ReadTime, Timestamp};
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::plain;
 use crate::index::{index_key, IndexKey, PlainEntries, ValueLocation, VersionNode, VersionRef};
-use crate::rules::conditions::{self, ItemFacts};
+use crate::rules::conditions::{self};
 use crate::rules::lease::{self};
 use crate::rules::validate;
 use crate::types::{ETag, Version};
@@ -25,13 +25,13 @@ impl Engine {
     // ----- reads -----
 
     /// Reads an item (SPEC §3 read conditions).
-    pub fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
+    pub(crate) fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
         self.read_latest(container, key, options, ValueRead::Copy)
             .map(|(item, _)| item)
     }
 
     /// Like `get`, without the value.
-    pub fn get_properties(
+    pub(crate) fn get_properties(
         &self,
         container: &str,
         key: &[u8],
@@ -39,23 +39,6 @@ impl Engine {
     ) -> Result<Item> {
         self.read_latest(container, key, options, ValueRead::Skip)
             .map(|(item, _)| item)
-    }
-
-    /// The item if its version differs from `version`, else `None` (SPEC §6).
-    pub fn get_if_newer(
-        &self,
-        container: &str,
-        key: &[u8],
-        version: Version,
-    ) -> Result<Option<Item>> {
-        let (item, _) =
-            self.read_latest(container, key, &ReadOptions::default(), ValueRead::Copy)?;
-        let facts = ItemFacts {
-            etag: item.etag,
-            version: item.version,
-            last_modified: item.last_modified,
-        };
-        Ok(conditions::get_if_newer(version, Some(&facts))?.then_some(item))
     }
 
     /// A plain read: at the newest visible version, judged at the clock's time.
@@ -104,7 +87,7 @@ impl Engine {
     /// returns, the epoch stays pinned, so compaction can take the segment out of the log but
     /// not unmap it, and a complete record is never written again. Keep `read` short, as a
     /// pinned thread holds back the reclamation of everything retired meanwhile.
-    pub fn get_with<R>(
+    pub(crate) fn get_with<R>(
         &self,
         container: &str,
         key: &[u8],
@@ -322,7 +305,7 @@ impl Engine {
     }
 
     /// One page of the items of `container` whose keys start with `prefix`, in key order.
-    pub fn list(
+    pub(crate) fn list(
         &self,
         container: &str,
         prefix: &[u8],

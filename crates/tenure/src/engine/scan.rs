@@ -3,6 +3,7 @@
 //! `scan` is for reading a range in-process as fast as the map allows. Both go through
 //! `Engine::walk`, which starts loading values a few entries ahead.
 
+use crate::backend::results::ScanEntry;
 use std::sync::atomic::Ordering;
 
 use crossbeam_epoch::Guard;
@@ -21,16 +22,6 @@ const VALUE_PREFETCH_AHEAD: usize = 3;
 /// How much of a plain head's value a walk prefetches with its fields (its length is not
 /// known until they are read): a 150-byte value's lines in most positions.
 const PLAIN_VALUE_PREFETCH_BYTES: usize = 160;
-
-/// One item a scan visits: key and value borrowed for the duration of the visit (the value
-/// straight from the log's mapping).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScanEntry<'a> {
-    pub key: &'a [u8],
-    pub value: &'a [u8],
-    pub etag: ETag,
-    pub version: Version,
-}
 
 impl Engine {
     /// The slots with index keys in `[from, …)` that start with `prefix`, in key order. With
@@ -133,7 +124,7 @@ impl Snapshot<'_> {
     ///
     /// Nothing is copied and nothing allocated per item; properties and metadata are not
     /// read (`get_properties` has them).
-    pub fn scan(
+    pub(crate) fn scan(
         &self,
         container: &str,
         prefix: &[u8],

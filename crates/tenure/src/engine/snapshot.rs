@@ -1,6 +1,7 @@
 //! Snapshots (SPEC §9): a pinned version and the clock time it was taken at. Every read through
 //! a snapshot sees exactly the committed state at that version, however long it lives.
 
+use crate::backend::results::BorrowedItem;
 use std::sync::atomic::Ordering;
 
 use crate::backend::options::{Item, Page, ReadOptions};
@@ -33,7 +34,7 @@ impl Engine {
     /// and never needs what it replaced. The registration's store and the reservation's load
     /// here, and the reservation's exchange and `may_replace_head`'s load in the writer,
     /// are sequentially consistent: one of the two sees the other.
-    pub fn snapshot(&self) -> Result<Snapshot<'_>> {
+    pub(crate) fn snapshot(&self) -> Result<Snapshot<'_>> {
         self.check_open()?;
         // Registered under the lock that prunes take, so no prune drops what this pins.
         let mut snapshots = self.snapshots.lock();
@@ -68,7 +69,7 @@ impl Engine {
 }
 
 impl Snapshot<'_> {
-    pub fn version(&self) -> Version {
+    pub(crate) fn version(&self) -> Version {
         self.version
     }
 
@@ -85,7 +86,7 @@ impl Snapshot<'_> {
     /// long as the snapshot lives (LMDB's contract). Compaction does not remove a segment
     /// while any snapshot is open, and a segment is never written again once its records
     /// are complete, so the bytes stay valid and unchanged.
-    pub fn get_borrowed(
+    pub(crate) fn get_borrowed(
         &self,
         container: &str,
         key: &[u8],
@@ -107,12 +108,12 @@ impl Snapshot<'_> {
         Ok(BorrowedItem { item, value })
     }
 
-    pub fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
+    pub(crate) fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
         self.read(container, key, options, ValueRead::Copy)
             .map(|(item, _)| item)
     }
 
-    pub fn get_properties(
+    pub(crate) fn get_properties(
         &self,
         container: &str,
         key: &[u8],
@@ -142,7 +143,7 @@ impl Snapshot<'_> {
         )
     }
 
-    pub fn list(
+    pub(crate) fn list(
         &self,
         container: &str,
         prefix: &[u8],
@@ -163,18 +164,10 @@ impl Snapshot<'_> {
         )
     }
 
-    pub fn list_containers(&self) -> Result<Vec<String>> {
+    pub(crate) fn list_containers(&self) -> Result<Vec<String>> {
         self.store.check_open()?;
         Ok(self.store.catalog.names_at(self.version))
     }
-}
-
-/// An item read through a snapshot with its value borrowed from the log's mapping.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BorrowedItem<'snapshot> {
-    /// Properties, ETag, version, times (`item.value` is `None`).
-    pub item: Item,
-    pub value: &'snapshot [u8],
 }
 
 impl Drop for Snapshot<'_> {

@@ -1,55 +1,15 @@
 //! What an open store holds: the statistics behind the tool's `stat`.
 
+use crate::backend::results::{ContainerStats, StoreStats};
 use crate::engine::core::Engine;
 use crate::error::Result;
 use crate::index::{index_key, COMMITTED};
 use crate::log::record;
 use crate::rules::lease::LeaseState;
-use crate::types::Version;
-
-/// What an open store holds, as of now (the CLI's `stat`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StoreStats {
-    /// The latest committed version.
-    pub version: Version,
-    pub containers: Vec<ContainerStats>,
-    pub items: u64,
-    /// Item versions held in the in-memory index (current ones, tombstones and older
-    /// versions snapshots may still need).
-    pub item_versions: u64,
-    pub segments: u64,
-    pub segment_size_bytes: u64,
-    /// Bytes of segment files on disk (preallocated).
-    pub allocated_bytes: u64,
-    /// Bytes of log from its start to its tail.
-    pub log_bytes: u64,
-    /// Bytes of the records that hold a live item's current value.
-    pub live_bytes: u64,
-    /// `log_bytes - live_bytes`: superseded versions, deletions, expiries, lease and lock
-    /// records, container records, aborts, unused segment ends — what compaction can reclaim
-    /// (except container state, which it copies forward).
-    pub dead_bytes: u64,
-    /// Item leases that are Leased or Breaking.
-    pub active_leases: u64,
-    /// Cache locks not past their timeout.
-    pub active_locks: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ContainerStats {
-    pub name: String,
-    pub items: u64,
-    /// Sum of the live items' value lengths.
-    pub value_bytes: u64,
-    pub active_leases: u64,
-    pub active_locks: u64,
-    /// The container's own lease state.
-    pub lease_state: Option<LeaseState>,
-}
 
 impl Engine {
     /// Counts containers, items, versions, live and dead log bytes, active leases and locks.
-    pub fn stats(&self) -> Result<StoreStats> {
+    pub(crate) fn stats(&self) -> Result<StoreStats> {
         self.check_open()?;
         let version = self.version();
         let now = self.now();
@@ -142,12 +102,12 @@ impl Engine {
 impl Engine {
     /// The global offset where the log starts; compaction moves it forward as it removes
     /// segments (what `tenure compact` draws its progress bar from).
-    pub fn log_start_offset(&self) -> u64 {
+    pub(crate) fn log_start_offset(&self) -> u64 {
         self.log.first_slot() * self.log.slot_size_bytes()
     }
 
     /// Bytes of the sealed segments a `compact` call would rewrite and remove now.
-    pub fn sealed_bytes(&self) -> u64 {
+    pub(crate) fn sealed_bytes(&self) -> u64 {
         self.log
             .sealed_segments()
             .iter()

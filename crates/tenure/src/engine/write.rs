@@ -29,7 +29,7 @@ use crate::types::{ETag, Version};
 
 /// A writer that keeps losing the compare-and-swap to other writers gives up after this many
 /// attempts (each loss means another write succeeded, so the store as a whole progresses).
-const MAX_INSTALL_ATTEMPTS: usize = 100_000;
+pub(crate) const MAX_INSTALL_ATTEMPTS: usize = 100_000;
 
 /// Step 4 of a write (SPEC §3, §4, §6): the lease check, then the lock check, and the
 /// coordination state the written version carries. A lease survives a write made with its id
@@ -110,7 +110,7 @@ pub(crate) enum Change<'a> {
 impl Engine {
     /// Writes the item, creating or replacing it (last writer wins unless conditions say
     /// otherwise). Returns the new ETag.
-    pub fn put(
+    pub(crate) fn put(
         &self,
         container: &str,
         key: &[u8],
@@ -121,7 +121,7 @@ impl Engine {
     }
 
     /// Writes the item only if it does not exist (`AlreadyExists` otherwise).
-    pub fn create(
+    pub(crate) fn create(
         &self,
         container: &str,
         key: &[u8],
@@ -132,7 +132,7 @@ impl Engine {
     }
 
     /// Writes the item only if it exists (`NotFound` otherwise).
-    pub fn replace(
+    pub(crate) fn replace(
         &self,
         container: &str,
         key: &[u8],
@@ -157,13 +157,13 @@ impl Engine {
         ))
     }
 
-    pub fn delete(&self, container: &str, key: &[u8], options: &WriteOptions) -> Result<()> {
+    pub(crate) fn delete(&self, container: &str, key: &[u8], options: &WriteOptions) -> Result<()> {
         self.write_item(container, key, WriteKind::Delete, Change::Delete, options)
             .map(|_| ())
     }
 
     /// Replaces content type and metadata, keeping the value; a new ETag.
-    pub fn set_properties(
+    pub(crate) fn set_properties(
         &self,
         container: &str,
         key: &[u8],
@@ -181,7 +181,7 @@ impl Engine {
 
     /// Replaces the user metadata, keeping the value and content type, in one atomic write;
     /// a new ETag. `options.content_type` must be `None` (`set_properties` replaces both).
-    pub fn set_metadata(
+    pub(crate) fn set_metadata(
         &self,
         container: &str,
         key: &[u8],
@@ -205,7 +205,7 @@ impl Engine {
 
     /// Read, apply `change`, write with `if_match`; on `ConditionNotMet` re-read and retry
     /// with jittered backoff, at most `max_attempts` times (SPEC §3).
-    pub fn update(
+    pub(crate) fn update(
         &self,
         container: &str,
         key: &[u8],
@@ -443,10 +443,8 @@ impl Engine {
                 }
             }
         }
-        Err(Error::invalid(
-            "key",
-            "gave up after too many concurrent writes to this key",
-        ))
+        // Concurrent writers kept moving the key's head: nothing was written.
+        Err(Error::rejected(ErrorCode::Busy))
     }
 
     /// A refusal judged against a version that is installed but not yet acknowledged (its
