@@ -488,7 +488,7 @@ tenure_status tenure_container_create(const tenure_store *store,
 /*
  Deletes a container and every item in it. `conditions` (NULL = none): the container's
  if_match, if_none_match, dates and lease_id apply; if_version, lock_handle and ttl are refused.
- A leased container needs its lease id (SPEC §5): without it TENURE_ERR_LEASE_ID_MISSING.
+ A leased container needs its lease id (docs/spec.md §5): without it TENURE_ERR_LEASE_ID_MISSING.
  */
 tenure_status tenure_container_delete(const tenure_store *store,
                                       const char *name,
@@ -510,7 +510,7 @@ tenure_status tenure_container_get_properties(const tenure_store *store,
 /*
  Replaces the container's metadata (`metadata_count` pairs; NULL only with 0 = none).
  `conditions` as for tenure_container_delete: a lease id, if given, must match the
- container's lease (SPEC §5). `etag_out` (NULL = not wanted, else TENURE_ETAG_SIZE bytes)
+ container's lease (docs/spec.md §5). `etag_out` (NULL = not wanted, else TENURE_ETAG_SIZE bytes)
  receives the container's new ETag.
  */
 tenure_status tenure_container_set_metadata(const tenure_store *store,
@@ -657,7 +657,7 @@ tenure_status tenure_delete(const tenure_store *store,
 /*
  Replaces the item's content type (`content_type` NULL = none) and user metadata
  (`metadata_count` pairs; NULL only with 0), keeping its value. Conditions, lease id and lock
- handle as for a write (SPEC §3). `etag_out` (NULL = not wanted) receives the new ETag; on a
+ handle as for a write (docs/spec.md §3). `etag_out` (NULL = not wanted) receives the new ETag; on a
  precondition failure `tenure_last_error_etag` gives the current one.
  */
 tenure_status tenure_set_properties(const tenure_store *store,
@@ -754,7 +754,7 @@ tenure_status tenure_lease_release(const tenure_store *store,
                                    const char *lease_id);
 
 /*
- Breaks the item's lease. `break_period_seconds` 0..=60, or -1 for the default (SPEC §4).
+ Breaks the item's lease. `break_period_seconds` 0..=60, or -1 for the default (docs/spec.md §4).
  `*time_left_ms_out` gets the time until a new lease can be acquired.
  */
 tenure_status tenure_lease_break(const tenure_store *store,
@@ -880,7 +880,7 @@ tenure_status tenure_list(const tenure_store *store,
 
 /*
  tenure_list as of the snapshot: paging through one snapshot never skips or repeats an item
- (SPEC §7, §9), whatever is written meanwhile. A continuation from a snapshot's page goes
+ (docs/spec.md §7, §9), whatever is written meanwhile. A continuation from a snapshot's page goes
  back to the same snapshot.
  */
 tenure_status tenure_snapshot_list(const tenure_snapshot *snapshot,
@@ -1003,7 +1003,7 @@ tenure_status tenure_get_properties(const tenure_store *store,
                                     tenure_item_info *info_out);
 
 /*
- Reads the item only if its version differs from `version` (SPEC §6, the cache's
+ Reads the item only if its version differs from `version` (docs/spec.md §6, the cache's
  GetIfNewer). `*newer_out` false: the caller's version is current and nothing else is
  written. `*newer_out` true: as tenure_get (value copied out, `info_out` filled). On
  TENURE_ERR_BUFFER_TOO_SMALL only `*value_length_out` is written.
@@ -1129,7 +1129,7 @@ tenure_status tenure_store_flush(const tenure_store *store);
 tenure_status tenure_store_version(const tenure_store *store, uint64_t *version_out);
 
 /*
- Compacts now: rewrites and removes every sealed log segment (SPEC §11). Readers and writers
+ Compacts now: rewrites and removes every sealed log segment (docs/spec.md §11). Readers and writers
  keep going meanwhile. `report_out` receives what was done.
  */
 tenure_status tenure_store_compact(const tenure_store *store, tenure_compaction_report *report_out);

@@ -1,7 +1,7 @@
 // tenure.hpp: a header-only C++17 RAII wrapper over tenure.h.
 //
 // Owners (store, snapshot, batch, item, page, cursor) are move-only and free their handle in
-// the destructor. Every failing call throws tenure::error carrying the tenure_status, its SPEC
+// the destructor. Every failing call throws tenure::error carrying the tenure_status, its docs/spec.md
 // name, its HTTP-style number, the message, and (for a precondition failure) the current ETag.
 // Besides items, snapshots, batches, leases and locks it covers container leases, container
 // properties and metadata, item metadata/properties, writes that set content type and
@@ -32,7 +32,7 @@ public:
           batch_index_(batch_index) {}
 
     tenure_status status() const noexcept { return status_; }
-    /// The SPEC §12 code name, e.g. "ConditionNotMet".
+    /// The docs/spec.md §12 code name, e.g. "ConditionNotMet".
     const char *code() const noexcept { return tenure_status_name(status_); }
     std::uint32_t http_status() const noexcept { return tenure_status_http(status_); }
     const std::optional<std::string> &current_etag() const noexcept { return current_etag_; }
@@ -505,7 +505,7 @@ public:
                                            key.size(), id.c_str()));
     }
 
-    // ----- container leases (SPEC §5): deleting a leased container needs its id -----
+    // ----- container leases (docs/spec.md §5): deleting a leased container needs its id -----
 
     /// `duration_seconds`: 15..=60, or -1 for infinite; `proposed_id` empty = generated;
     /// `holder` (nullopt = none) the label lease info reports.
@@ -611,7 +611,7 @@ public:
             etag));
         return etag;
     }
-    /// The item if its version differs from `version`, else nullopt (SPEC §6).
+    /// The item if its version differs from `version`, else nullopt (docs/spec.md §6).
     std::optional<item> get_if_newer(const std::string &container, std::string_view key,
                                      std::uint64_t version) const {
         bool newer = false;

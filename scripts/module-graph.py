@@ -39,6 +39,9 @@ LAYERS: list[list[str]] = [
 ]
 
 PATH = re.compile(r"\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+# A path that starts at a child module of the file's own (`recovery::open`, `use segment::X`,
+# `self::core::Engine`): an edge to that child.
+CHILD_PATH = re.compile(r"(?<![A-Za-z0-9_:])(?:self::)?([a-z_][a-z0-9_]*)::[A-Za-z_]")
 TEST_ITEM = re.compile(r"^#\[cfg\((?:all\()?test")
 MOD_DECLARATION = re.compile(r"^\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+([a-z_0-9]+)\s*;")
 
@@ -94,7 +97,7 @@ def resolve(
     if root == "crate":
         base: tuple[str, ...] = ()
     else:
-        # `super` of a mod.rs module is its parent folder's module; of a file, its folder's.
+        # `super` of a module is its parent: for `log/segment.rs` (`log::segment`) that is `log`.
         base = module[:-1]
         while rest and rest[0] == "super":
             base = base[:-1]
@@ -126,6 +129,10 @@ def edges() -> tuple[dict[tuple[str, ...], set[tuple[str, ...]]], dict[tuple[str
             target = resolve(module, path.name == "mod.rs", match.group(1), rest, modules)
             if target is not None and target != module and target not in test_only:
                 graph[module].add(target)
+        for match in CHILD_PATH.finditer(text):
+            child = module + (match.group(1),)
+            if child in modules and child not in test_only:
+                graph[module].add(child)
         graph.setdefault(module, set())
     return graph, modules
 

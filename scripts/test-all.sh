@@ -12,8 +12,15 @@ free_disk() { df -Pm "$target_directory" | awk 'NR == 2 { printf "%.1f GiB free"
 step() { printf '\n=== [%4d s, %s] %s\n' "$((SECONDS - suite_started))" "$(free_disk)" "$*"; }
 trap 'printf "\n=== [%4d s] done (exit %d)\n" "$((SECONDS - suite_started))" "$?"' EXIT
 
+step "tools the tests need (scripts/install-test-tools.sh)"
+bash scripts/install-test-tools.sh
+
 step "rustfmt"
 cargo fmt --all --check
+
+step "house rules: module graph (no cycle, imports point down), file sizes, no history in docs"
+python3 scripts/module-graph.py
+python3 scripts/check-source.py
 
 step "clippy (-D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings

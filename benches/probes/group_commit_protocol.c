@@ -2,7 +2,7 @@
 // N × one writer's rate when each waits for its own 200 B record to be durable and one
 // fdatasync serves a group. It bounds what tenure's `sync` group commit can reach here, and
 // it is where the choices of log/staging.rs and log/group_commit.rs were measured
-// (docs/design.md §11, session 11).
+// (docs/design.md §11 "Group commit").
 //
 // Build and run (the file is rewritten with zeroes first, so every write lands on written
 // blocks):

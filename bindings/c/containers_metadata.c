@@ -1,4 +1,4 @@
-/* The container lease flow (SPEC §5), container properties and metadata, item metadata with
+/* The container lease flow (docs/spec.md §5), container properties and metadata, item metadata with
  * conditions, get_if_newer, delete with a lock handle, compaction, listing through a snapshot
  * and waiting for changes, writes with content type and metadata (tenure_write,
  * tenure_batch_write), lease holder labels, through the C ABI. */
@@ -358,7 +358,7 @@ static void get_if_newer(tenure_store *store) {
                                       NULL, &newer));
 }
 
-/* delete with a lock handle (SPEC §6): the right handle deletes, a wrong one is refused. */
+/* delete with a lock handle (docs/spec.md §6): the right handle deletes, a wrong one is refused. */
 static void delete_with_lock(tenure_store *store) {
     char handle[TENURE_LOCK_HANDLE_SIZE];
     tenure_conditions conditions;

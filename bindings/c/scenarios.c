@@ -1,4 +1,4 @@
-/* The seed scenarios of SPEC through the C ABI, plus the main happy paths. */
+/* The seed scenarios of docs/spec.md through the C ABI, plus the main happy paths. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-//! `tenure.Batch` (SPEC §8): operations collected in Python and committed all or nothing. As a
+//! `tenure.Batch` (docs/spec.md §8): operations collected in Python and committed all or nothing. As a
 //! context manager it commits on a clean exit and discards on an exception.
 
 use std::sync::Arc;

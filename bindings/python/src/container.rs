@@ -1,8 +1,7 @@
-//! `tenure.Container`: item reads and writes (SPEC §3, §7), update, paging, leases (§4) and
+//! `tenure.Container`: item reads and writes (docs/spec.md §3, §7), update, paging, leases (§4) and
 //! cache locks (§6) on the items of one container.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,14 +16,14 @@ use tenure::{
 use crate::convert;
 use crate::errors::IntoPyResult;
 use crate::item::{Item, Page, PyLockHandle};
+use crate::item_iterator::{ItemIterator, Source};
 use crate::lease::{Lease, LeaseDurationArg, LeaseInfo, LeaseTarget};
-use crate::snapshot::SnapshotCell;
 use crate::store::Handle;
 
 /// `update()` refuses more attempts than this (a bound on its loop).
 const MAX_UPDATE_ATTEMPTS: u64 = 10_000;
 /// Pages `iterate()` asks for.
-const ITERATE_PAGE_SIZE: usize = 1000;
+pub(crate) const ITERATE_PAGE_SIZE: usize = 1000;
 
 /// A container of the store. Cheap to make; holds no state of its own but its name.
 #[pyclass(frozen, module = "tenure")]
@@ -174,7 +173,7 @@ impl Container {
         format!("tenure.Container({:?})", self.name)
     }
 
-    /// Reads an item (SPEC §3 read conditions): `NotModified`, `ConditionNotMet`, `NotFound`.
+    /// Reads an item (docs/spec.md §3 read conditions): `NotModified`, `ConditionNotMet`, `NotFound`.
     #[pyo3(signature = (key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, lease_id = None))]
     fn get(
         &self,
@@ -589,7 +588,7 @@ impl Container {
         ))
     }
 
-    // ----- leases (SPEC §4) -----
+    // ----- leases (docs/spec.md §4) -----
 
     /// Acquires the item's lease. `duration`: 15–60 seconds, `None` = infinite. `wait`: seconds
     /// to wait for it (first come, first served) instead of failing at once.
@@ -677,7 +676,7 @@ impl Container {
     }
 
     /// Breaks the lease; returns the seconds until a new lease can be acquired (0 when broken
-    /// at once). `period`: 0–60 seconds, or `None` (SPEC §4).
+    /// at once). `period`: 0–60 seconds, or `None` (docs/spec.md §4).
     #[pyo3(signature = (key, period = None))]
     fn break_lease(
         &self,
@@ -705,7 +704,7 @@ impl Container {
         ))
     }
 
-    // ----- cache locks (SPEC §6) -----
+    // ----- cache locks (docs/spec.md §6) -----
 
     /// Locks the item for `lock_timeout` seconds; returns it (or `None` when force-locking an
     /// absent key) and the handle. Never waits: `ObjectLocked` if it is locked or leased.
@@ -788,86 +787,5 @@ fn fallback_item(
         content_type: options.content_type.clone(),
         metadata: options.metadata.clone(),
         expires_at,
-    }
-}
-
-/// Where an `ItemIterator` reads pages from.
-pub enum Source {
-    Store(Arc<Handle>),
-    Snapshot(Arc<SnapshotCell>),
-}
-
-/// Iterates a listing page by page (`Container.iterate`, `Snapshot.iterate`).
-#[pyclass(module = "tenure")]
-pub struct ItemIterator {
-    source: Source,
-    container: String,
-    prefix: Vec<u8>,
-    include_values: bool,
-    continuation: Option<String>,
-    buffered: VecDeque<tenure::Item>,
-    finished: bool,
-}
-
-impl ItemIterator {
-    pub fn new(
-        source: Source,
-        container: String,
-        prefix: Vec<u8>,
-        include_values: bool,
-    ) -> ItemIterator {
-        ItemIterator {
-            source,
-            container,
-            prefix,
-            include_values,
-            continuation: None,
-            buffered: VecDeque::new(),
-            finished: false,
-        }
-    }
-}
-
-#[pymethods]
-impl ItemIterator {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Item>> {
-        // Pages may be short (even empty) while a continuation still comes back.
-        while self.buffered.is_empty() && !self.finished {
-            let (container, prefix, continuation) =
-                (&self.container, &self.prefix, self.continuation.as_deref());
-            let include_values = self.include_values;
-            let page = match &self.source {
-                Source::Store(handle) => handle.run(py, |store| {
-                    store.list(
-                        container,
-                        prefix,
-                        ITERATE_PAGE_SIZE,
-                        continuation,
-                        include_values,
-                    )
-                })?,
-                Source::Snapshot(cell) => py
-                    .detach(|| {
-                        crate::snapshot::with_snapshot(cell, |snapshot| {
-                            snapshot.list(
-                                container,
-                                prefix,
-                                ITERATE_PAGE_SIZE,
-                                continuation,
-                                include_values,
-                            )
-                        })
-                    })
-                    .py_result(py)?,
-            };
-            self.finished = page.continuation.is_none();
-            self.continuation = page.continuation;
-            self.buffered.extend(page.items);
-        }
-        Ok(self.buffered.pop_front().map(|item| Item::new(py, item)))
     }
 }

@@ -1,7 +1,7 @@
 //! Python arguments → engine arguments, and engine values → Python objects.
 //!
 //! A wrong *type* raises `TypeError`; a value of the right type that the engine cannot take
-//! raises `InvalidArgument` naming the argument (SPEC §13). Everything here runs with the GIL
+//! raises `InvalidArgument` naming the argument (docs/spec.md §13). Everything here runs with the GIL
 //! held and copies what it needs, so the store call itself can run detached.
 
 use std::borrow::Cow;
@@ -301,7 +301,7 @@ pub fn etags(argument: &'static str, value: Option<&Bound<'_, PyAny>>) -> PyResu
     ))
 }
 
-/// The five conditions of SPEC §3.
+/// The five conditions of docs/spec.md §3.
 pub fn conditions(
     if_match: Option<&Bound<'_, PyAny>>,
     if_none_match: Option<&Bound<'_, PyAny>>,
@@ -394,7 +394,7 @@ pub fn break_period(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u32>> {
     match value {
         Some(value) if !value.is_none() => {
             let seconds = whole_seconds("period", value)?;
-            // SPEC §4: 0–60 seconds (checked here too, so the error names this argument).
+            // docs/spec.md §4: 0–60 seconds (checked here too, so the error names this argument).
             u32::try_from(seconds)
                 .ok()
                 .filter(|seconds| *seconds <= 60)

@@ -1,5 +1,5 @@
 //! Engine errors → the Python exception tree. The classes live in Python (`tenure/__init__.py`,
-//! one per SPEC §12 code under `TenureError`); this module only calls its factory functions.
+//! one per docs/spec.md §12 code under `TenureError`); this module only calls its factory functions.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;

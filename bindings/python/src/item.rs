@@ -164,7 +164,7 @@ impl Page {
     }
 }
 
-/// The handle of a cache lock (SPEC §6): 32 hexadecimal digits. `LockHandle(text)` parses one.
+/// The handle of a cache lock (docs/spec.md §6): 32 hexadecimal digits. `LockHandle(text)` parses one.
 #[pyclass(frozen, module = "tenure", name = "LockHandle")]
 pub struct PyLockHandle {
     pub handle: LockHandle,

@@ -13,6 +13,7 @@ mod convert;
 mod errors;
 mod feed;
 mod item;
+mod item_iterator;
 mod lease;
 mod snapshot;
 mod store;
@@ -27,7 +28,7 @@ fn tenure_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<feed::Change>()?;
     module.add_class::<feed::ChangeIterator>()?;
     module.add_class::<container::Container>()?;
-    module.add_class::<container::ItemIterator>()?;
+    module.add_class::<item_iterator::ItemIterator>()?;
     module.add_class::<item::Item>()?;
     module.add_class::<item::Page>()?;
     module.add_class::<item::PyLockHandle>()?;

@@ -1,4 +1,4 @@
-//! `tenure.Snapshot` (SPEC §9): a repeatable view of the store at one version, a context
+//! `tenure.Snapshot` (docs/spec.md §9): a repeatable view of the store at one version, a context
 //! manager that releases it on exit.
 
 use std::sync::Arc;
@@ -8,10 +8,11 @@ use pyo3::prelude::*;
 
 use tenure::{Error, Store as EngineStore};
 
-use crate::container::{page_size, prefix, read_options, ItemIterator, Source};
+use crate::container::{page_size, prefix, read_options};
 use crate::convert;
 use crate::errors::IntoPyResult;
 use crate::item::{Item, Page};
+use crate::item_iterator::{ItemIterator, Source};
 use crate::store::Handle;
 
 /// The engine snapshot and the store it borrows from.

@@ -331,7 +331,7 @@ impl Store {
         self.handle.run(py, |store| Ok(store.version()))
     }
 
-    /// Every committed change after version `since`, oldest first (SPEC §10).
+    /// Every committed change after version `since`, oldest first (docs/spec.md §10).
     #[pyo3(signature = (since=0, *, container=None, include_values=false))]
     fn changes(
         &self,
@@ -447,7 +447,7 @@ impl Store {
         self.handle.run(py, |store| store.list_containers())
     }
 
-    /// Acquires the container's lease (SPEC §5): only delete_container is guarded by it.
+    /// Acquires the container's lease (docs/spec.md §5): only delete_container is guarded by it.
     #[pyo3(
         signature = (name, duration = LeaseDurationArg::DEFAULT, *, proposed_id = None, holder = None),
         text_signature = "($self, name, duration=15, *, proposed_id=None, holder=None)"

@@ -1,4 +1,4 @@
-"""SPEC §13 through Python: a wrong type raises TypeError, a bad value InvalidArgument naming
+"""docs/spec.md §13 through Python: a wrong type raises TypeError, a bad value InvalidArgument naming
 the argument; either way nothing changes. A closed store raises Closed."""
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def test_bad_values_raise_invalid_argument(
 
 
 def test_a_bad_argument_wins_over_a_missing_container(store: tenure.Store) -> None:
-    # SPEC §3 order of checks: arguments first, nothing is looked up yet.
+    # docs/spec.md §3 order of checks: arguments first, nothing is looked up yet.
     with pytest.raises(tenure.ContainerNotFound):
         store.container("absent")
     store.create_container("absent")

@@ -1,4 +1,4 @@
-"""SPEC §8 (batches) and §9 (snapshots) through Python."""
+"""docs/spec.md §8 (batches) and §9 (snapshots) through Python."""
 
 from __future__ import annotations
 

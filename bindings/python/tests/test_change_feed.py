@@ -1,4 +1,4 @@
-"""The change feed through Python (SPEC §10)."""
+"""The change feed through Python (docs/spec.md §10)."""
 
 import threading
 

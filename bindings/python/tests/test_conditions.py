@@ -1,4 +1,4 @@
-"""SPEC §3 (optimistic concurrency) and §7 (create/replace) through Python, table by table."""
+"""docs/spec.md §3 (optimistic concurrency) and §7 (create/replace) through Python, table by table."""
 
 from __future__ import annotations
 

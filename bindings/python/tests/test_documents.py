@@ -1,4 +1,4 @@
-"""SPEC §7 (TTL and paging, Cosmos DB style) and §1 (containers, items) through Python."""
+"""docs/spec.md §7 (TTL and paging, Cosmos DB style) and §1 (containers, items) through Python."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §12: the exception tree, and every code reachable from Python as `err.code`."""
+"""docs/spec.md §12: the exception tree, and every code reachable from Python as `err.code`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §4 (item leases) and §5 (container leases) through Python, with a ManualClock."""
+"""docs/spec.md §4 (item leases) and §5 (container leases) through Python, with a ManualClock."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def put_in_state(
 
 
 # Each action's outcome per state, in STATES order: a state name (possibly with the id that
-# holds it) or an error code. SPEC §4, lease-action table.
+# holds it) or an error code. docs/spec.md §4, lease-action table.
 LAP = "LeaseAlreadyPresent"
 MISMATCH = "LeaseIdMismatchWithLeaseOperation"
 NOT_PRESENT = "LeaseNotPresentWithLeaseOperation"
@@ -175,7 +175,7 @@ def test_infinite_lease(container: tenure.Container, clock: tenure.ManualClock) 
     assert info.fence == lease.fence
 
 
-# Data operations against a leased item (SPEC §4): every failure is 412.
+# Data operations against a leased item (docs/spec.md §4): every failure is 412.
 NP = "LeaseNotPresentWithBlobOperation"
 MM = "LeaseIdMismatchWithBlobOperation"
 LOST = "LeaseLost"
@@ -365,7 +365,7 @@ def test_waiting_acquire_times_out_with_lease_already_present(
         container.acquire_lease("key", 15)
 
 
-# ----- container leases (SPEC §5) -----
+# ----- container leases (docs/spec.md §5) -----
 
 
 def test_container_lease_guards_only_delete(store: tenure.Store, clock: tenure.ManualClock) -> None:

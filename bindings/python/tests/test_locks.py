@@ -1,4 +1,4 @@
-"""SPEC §6 (cache locks, AppFabric DataCache) through Python. Nothing waits."""
+"""docs/spec.md §6 (cache locks, AppFabric DataCache) through Python. Nothing waits."""
 
 from __future__ import annotations
 

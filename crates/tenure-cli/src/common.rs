@@ -34,7 +34,7 @@ impl Output {
     }
 }
 
-/// An error as the tool reports it: a SPEC code name (or a CLI-level one), its status, one line
+/// An error as the tool reports it: a docs/spec.md code name (or a CLI-level one), its status, one line
 /// of explanation, and the exit code.
 #[derive(Debug)]
 pub struct CliError {

@@ -1,4 +1,4 @@
-//! `tenure changes DIR --since V`: the change feed (SPEC §10), one line per change.
+//! `tenure changes DIR --since V`: the change feed (docs/spec.md §10), one line per change.
 
 use serde_json::{json, Value};
 use tenure::{ChangeKind, ChangesOptions};

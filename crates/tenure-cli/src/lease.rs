@@ -1,5 +1,5 @@
 //! `tenure lease acquire | renew | change | release | break | show`: item leases, or the
-//! container's lease when KEY is left out (SPEC §4, §5).
+//! container's lease when KEY is left out (docs/spec.md §4, §5).
 
 use serde_json::{json, Value};
 use tenure::{Lease, LeaseDuration, LeaseInfo, LeaseRequest, LeaseState};

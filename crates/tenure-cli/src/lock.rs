@@ -1,4 +1,4 @@
-//! `tenure lock get | unlock`: cache locks (SPEC §6). `tenure put --lock-handle H` is
+//! `tenure lock get | unlock`: cache locks (docs/spec.md §6). `tenure put --lock-handle H` is
 //! put-and-unlock; `tenure delete --lock-handle H` deletes a locked item.
 
 use std::time::Duration;

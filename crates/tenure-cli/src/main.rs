@@ -1,7 +1,7 @@
 //! `tenure`: look inside a store, check it, repair it, and try things.
 //!
 //! One module per subcommand; `common` holds what they share (opening a store, conditions as
-//! flags, output, errors and exit codes). The behaviour contract is SPEC.md; docs/cli.md
+//! flags, output, errors and exit codes). The behaviour contract is docs/spec.md; docs/cli.md
 //! describes every command.
 
 mod bench;
@@ -26,7 +26,7 @@ use common::{CliError, Output};
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  verify found problems, or the engine rejected the operation (a SPEC code with status
+  1  verify found problems, or the engine rejected the operation (a docs/spec.md code with status
      304, 404, 409, 412 or 424: ConditionNotMet, NotFound, LeaseIdMissing, ObjectLocked, ...)
   2  bad usage: unknown command or flag, malformed argument (InvalidArgument, 400)
   3  no tenure store at DIR
@@ -34,7 +34,7 @@ Exit codes:
   5  Corruption (500): the store refuses to open; run `tenure verify DIR`, then `tenure repair DIR`
   6  Io or Closed (500): the operating system refused (errno and path are printed)
 
-Errors print the SPEC code name, its status and one line of explanation on stderr;
+Errors print the code name of docs/spec.md §12, its status and one line of explanation on stderr;
 with --json they are also printed as {\"error\": {...}} on stdout.";
 
 /// The tenure command-line tool: try the engine, look inside a store, check and repair it.

@@ -1,6 +1,6 @@
 //! The cost of a get of a 150 B value through the C ABI (copy-out) against the Rust API.
 //! `cargo run --release -p tenure-ffi --example get_overhead` — prints both and the ratio
-//! (issue 6 asks for <= 1.15).
+//! (the target is at most 1.15).
 //!
 //! `get_overhead c N` / `get_overhead rust N` run only N gets of one side (no timing), for
 //! instruction counts under callgrind (no perf counters needed): the per-get figure is

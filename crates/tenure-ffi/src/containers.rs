@@ -37,7 +37,7 @@ pub unsafe extern "C" fn tenure_container_create(
 
 /// Deletes a container and every item in it. `conditions` (NULL = none): the container's
 /// if_match, if_none_match, dates and lease_id apply; if_version, lock_handle and ttl are refused.
-/// A leased container needs its lease id (SPEC §5): without it TENURE_ERR_LEASE_ID_MISSING.
+/// A leased container needs its lease id (docs/spec.md §5): without it TENURE_ERR_LEASE_ID_MISSING.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_delete(
     store: *const tenure_store,
@@ -119,7 +119,7 @@ pub unsafe extern "C" fn tenure_container_get_properties(
 
 /// Replaces the container's metadata (`metadata_count` pairs; NULL only with 0 = none).
 /// `conditions` as for tenure_container_delete: a lease id, if given, must match the
-/// container's lease (SPEC §5). `etag_out` (NULL = not wanted, else TENURE_ETAG_SIZE bytes)
+/// container's lease (docs/spec.md §5). `etag_out` (NULL = not wanted, else TENURE_ETAG_SIZE bytes)
 /// receives the container's new ETag.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_set_metadata(

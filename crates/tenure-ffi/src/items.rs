@@ -272,7 +272,7 @@ unsafe fn write_properties(
 
 /// Replaces the item's content type (`content_type` NULL = none) and user metadata
 /// (`metadata_count` pairs; NULL only with 0), keeping its value. Conditions, lease id and lock
-/// handle as for a write (SPEC §3). `etag_out` (NULL = not wanted) receives the new ETag; on a
+/// handle as for a write (docs/spec.md §3). `etag_out` (NULL = not wanted) receives the new ETag; on a
 /// precondition failure `tenure_last_error_etag` gives the current one.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_set_properties(

@@ -1,4 +1,4 @@
-//! Leases (SPEC §4, §5): the same six actions on an item's lease and on a container's. Each
+//! Leases (docs/spec.md §4, §5): the same six actions on an item's lease and on a container's. Each
 //! action is written once, over a [`Target`]; the item and container exports differ only in how
 //! they name the target.
 
@@ -513,7 +513,7 @@ pub unsafe extern "C" fn tenure_lease_release(
     guard(|| unsafe { release(item(store, container, key, key_length)?, lease_id) })
 }
 
-/// Breaks the item's lease. `break_period_seconds` 0..=60, or -1 for the default (SPEC §4).
+/// Breaks the item's lease. `break_period_seconds` 0..=60, or -1 for the default (docs/spec.md §4).
 /// `*time_left_ms_out` gets the time until a new lease can be acquired.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_break(
@@ -580,7 +580,7 @@ pub unsafe extern "C" fn tenure_lease_get_info_with_holder(
     })
 }
 
-// ----- container leases (SPEC §5) -----
+// ----- container leases (docs/spec.md §5) -----
 
 /// Acquires the container's lease (as tenure_lease_acquire). While it is held, deleting the
 /// container needs its id (`tenure_conditions.lease_id`): without it TENURE_ERR_LEASE_ID_MISSING.

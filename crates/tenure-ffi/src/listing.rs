@@ -69,7 +69,7 @@ pub unsafe extern "C" fn tenure_list(
 }
 
 /// tenure_list as of the snapshot: paging through one snapshot never skips or repeats an item
-/// (SPEC §7, §9), whatever is written meanwhile. A continuation from a snapshot's page goes
+/// (docs/spec.md §7, §9), whatever is written meanwhile. A continuation from a snapshot's page goes
 /// back to the same snapshot.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_snapshot_list(

@@ -213,7 +213,7 @@ pub unsafe extern "C" fn tenure_get_properties(
     })
 }
 
-/// Reads the item only if its version differs from `version` (SPEC §6, the cache's
+/// Reads the item only if its version differs from `version` (docs/spec.md §6, the cache's
 /// GetIfNewer). `*newer_out` false: the caller's version is current and nothing else is
 /// written. `*newer_out` true: as tenure_get (value copied out, `info_out` filled). On
 /// TENURE_ERR_BUFFER_TOO_SMALL only `*value_length_out` is written.

@@ -143,7 +143,7 @@ pub struct tenure_compaction_report {
     pub deferred_by_writes: bool,
 }
 
-/// Compacts now: rewrites and removes every sealed log segment (SPEC §11). Readers and writers
+/// Compacts now: rewrites and removes every sealed log segment (docs/spec.md §11). Readers and writers
 /// keep going meanwhile. `report_out` receives what was done.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_store_compact(

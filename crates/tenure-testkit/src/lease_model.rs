@@ -1,4 +1,4 @@
-//! A reference model of SPEC §4 (item leases), §5 (container leases) and §6 (cache locks),
+//! A reference model of docs/spec.md §4 (item leases), §5 (container leases) and §6 (cache locks),
 //! written straight from the spec's tables as plain code: a map of keys, each with an optional
 //! item, lease and lock, and one container with its own lease. It shares no code with the
 //! engine's rules; tests drive the store and the model with the same calls and compare.
@@ -211,7 +211,7 @@ impl LeaseModel {
             .unwrap_or(0)
     }
 
-    // ----- lease actions (SPEC §4 lease-action table) -----
+    // ----- lease actions (docs/spec.md §4 lease-action table) -----
 
     /// acquire: on success the lease is in place with a placeholder id/fence until
     /// `record_grant`.
@@ -408,7 +408,7 @@ impl LeaseModel {
         })
     }
 
-    // ----- data operations (SPEC §4 data-operation table, §6) -----
+    // ----- data operations (docs/spec.md §4 data-operation table, §6) -----
 
     /// The lease check of a data operation; `Ok(true)` = the write clears the lease.
     fn check_lease(
@@ -519,7 +519,7 @@ impl LeaseModel {
         Ok(item.clone())
     }
 
-    // ----- cache locks (SPEC §6) -----
+    // ----- cache locks (docs/spec.md §6) -----
 
     /// get_and_lock: the item (if present) comes back; the lock's handle is recorded with
     /// `record_lock_handle`.
@@ -581,7 +581,7 @@ impl LeaseModel {
         self.keys[key].lock.as_ref().and_then(|lock| lock.handle)
     }
 
-    // ----- container operations (SPEC §5) -----
+    // ----- container operations (docs/spec.md §5) -----
 
     fn check_container(
         &self,

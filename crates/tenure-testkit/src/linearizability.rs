@@ -1,4 +1,4 @@
-//! A linearizability checker for concurrent histories of one container's items (SPEC §3 step 6,
+//! A linearizability checker for concurrent histories of one container's items (docs/spec.md §3 step 6,
 //! §9 "strong"): get, put, conditional put (`if_match`) and delete.
 //!
 //! A history is a list of [`Operation`]s, each with the call, the response, and its invoke and
@@ -17,13 +17,13 @@
 //!   floor), otherwise `ConditionNotMet` and nothing changes;
 //! - `delete` → `Deleted` iff the item exists (the item becomes `None`), otherwise `NotFound`.
 //!
-//! Leases (SPEC §4, infinite leases with fixed ids, no clock moves) add a holder to the state:
+//! Leases (docs/spec.md §4, infinite leases with fixed ids, no clock moves) add a holder to the state:
 //! `acquire(id)` → granted iff the item exists and is free or already held by `id`
 //! (`LeaseAlreadyPresent` otherwise); `release(id)` → released iff held by `id`
 //! (`LeaseIdMismatchWithLeaseOperation` otherwise); a write with no lease id on a leased item
 //! is refused with `LeaseIdMissing`, with another id `LeaseIdMismatchWithBlobOperation`, with
 //! an id on an unleased item `LeaseNotPresentWithBlobOperation` — checked after existence and
-//! before conditions (SPEC §3 order of checks); a delete ends the lease.
+//! before conditions (docs/spec.md §3 order of checks); a delete ends the lease.
 //!
 //! A response the specification does not allow at an operation's linearization point (including
 //! any other error) makes that point illegal. The search is Wing & Gong's, as refined by Lowe
@@ -304,7 +304,7 @@ impl<'a> Search<'a> {
                 lease: state.lease,
             })
         };
-        // SPEC §4: the lease check of a write (after existence, before conditions).
+        // docs/spec.md §4: the lease check of a write (after existence, before conditions).
         let lease_check = |given: Option<u8>| -> Result<(), &'static str> {
             match (state.lease, given) {
                 (None, None) => Ok(()),

@@ -1,4 +1,4 @@
-//! The one clock every time decision reads (SPEC §1): leases, locks, TTL and date conditions.
+//! The one clock every time decision reads (docs/spec.md §1): leases, locks, TTL and date conditions.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ pub trait Clock: Send + Sync + 'static {
 }
 
 /// Wall-clock time read once at creation, then advanced by a monotonic clock, so within one
-/// run a clock that jumps back can neither stretch nor shorten a lease (SPEC §11).
+/// run a clock that jumps back can neither stretch nor shorten a lease (docs/spec.md §11).
 #[derive(Debug)]
 pub struct SystemClock {
     wall_at_start: Timestamp,

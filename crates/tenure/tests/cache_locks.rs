@@ -1,4 +1,4 @@
-//! SPEC §6: cache locks (AppFabric `DataCache`), every cell of the table end to end through the
+//! docs/spec.md §6: cache locks (AppFabric `DataCache`), every cell of the table end to end through the
 //! store, plus the lock timeout, force-locking an absent key, "a locked item never expires",
 //! at most one of {live lease, lock} per key, bad arguments, batches with lock handles, and
 //! locks across reopen and crash.
@@ -786,7 +786,7 @@ fn a_zero_lock_timeout_is_an_invalid_argument_naming_lock_timeout() {
     assert_invalid(LockHandle::parse("xyz"), "lock_handle", "malformed handle");
 }
 
-/// SPEC §3 step 1 and §13: arguments come before any lookup.
+/// docs/spec.md §3 step 1 and §13: arguments come before any lookup.
 #[test]
 fn a_zero_lock_timeout_is_an_invalid_argument_even_for_a_missing_key_or_container() {
     let (store, _clock, _) = open();

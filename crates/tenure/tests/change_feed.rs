@@ -1,4 +1,4 @@
-//! The change feed (SPEC §10, issue "Change feed").
+//! The change feed (docs/spec.md §10, issue "Change feed").
 
 mod common;
 

@@ -436,7 +436,7 @@ fn a_value_borrowed_through_a_snapshot_stays_valid_while_writers_and_compaction_
 
 /// Found by the I/O-fault campaign (`torture --campaign io-faults --seed 446`): a failed
 /// fdatasync of the superblock while compaction removed a segment returned `Io` but left the
-/// store writable. Every failed sync during a compaction must poison the store (SPEC §11).
+/// store writable. Every failed sync during a compaction must poison the store (docs/spec.md §11).
 #[test]
 fn a_failed_sync_during_compaction_poisons_the_store() {
     let scenario = |faults: tenure_testkit::Faults| {

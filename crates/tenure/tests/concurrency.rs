@@ -1,5 +1,5 @@
 //! Concurrency: compare-and-swap races, the update() retry loop, and snapshot isolation of
-//! batches (SPEC §3 step 6, §8, §9).
+//! batches (docs/spec.md §3 step 6, §8, §9).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! SPEC §5: container leases. Only delete container is guarded; other container operations
+//! docs/spec.md §5: container leases. Only delete container is guarded; other container operations
 //! (set_container_metadata) accept an optional lease id that must match; an id given while
 //! the lease is Expired or Broken is `LeaseLost`; container writes do not clear an Expired
 //! lease; item leases never block container operations. Every cell is a named test through

@@ -167,7 +167,7 @@ fn damage_in_a_middle_segment_loses_only_that_record() {
     let backup = repaired.backup_directory.expect("a backup");
     assert!(backup.join("superblock").is_file());
     assert!(verify(&dir).is_clean());
-    // Key 30 falls back to its newest surviving write (round 1).
+    // Key 30 falls back to its newest surviving write (its write of the first pass).
     let store = Store::open(&dir, options()).unwrap();
     let thirty = store
         .get("c", &30u32.to_be_bytes(), &ReadOptions::default())

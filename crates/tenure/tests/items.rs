@@ -1,4 +1,4 @@
-//! Items through the Rust API, one named test per SPEC rule (§1–3, §7–9, §12, §13).
+//! Items through the Rust API, one named test per docs/spec.md rule (§1–3, §7–9, §12, §13).
 
 mod common;
 

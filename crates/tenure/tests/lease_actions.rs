@@ -1,4 +1,4 @@
-//! SPEC §4 (and §5, whose state machine is the same): every cell of the lease-action table, end
+//! docs/spec.md §4 (and §5, whose state machine is the same): every cell of the lease-action table, end
 //! to end through the store, for item leases and container leases alike; break reporting the
 //! time left; fencing; durability of leases across reopen and crash (§11); and the concurrency
 //! guarantees of the lease (one holder at a time, fences in grant order, first-come first-served
@@ -449,7 +449,7 @@ fn check_cell(target: Target, action: Action, start: Start, expect: Expect) {
 }
 
 /// One named test per cell, for item leases (`item::…`) and container leases
-/// (`container::…`): SPEC §5 gives containers the same state machine and codes.
+/// (`container::…`): docs/spec.md §5 gives containers the same state machine and codes.
 macro_rules! lease_action_table {
     ($($name:ident: $action:ident on $start:ident => $expect:expr;)*) => {
         mod item {
@@ -703,7 +703,7 @@ fn an_expired_container_lease_cannot_be_renewed_once_the_container_was_written_s
     let fixture = Fixture::new(Target::Container);
     let granted = fixture.acquire(&request(Some(15), Some(A))).unwrap();
     fixture.clock.advance_seconds(16);
-    // A container write does not clear the Expired lease (SPEC §5)…
+    // A container write does not clear the Expired lease (docs/spec.md §5)…
     fixture.write_without_id().unwrap();
     let info = fixture.info();
     assert_eq!(
@@ -935,7 +935,7 @@ fn leasing_a_missing_item_or_container_is_not_found() {
     );
 }
 
-/// SPEC §3 step 1 and §13: arguments are checked before anything is looked up, so an
+/// docs/spec.md §3 step 1 and §13: arguments are checked before anything is looked up, so an
 /// out-of-range duration is `InvalidArgument` even on a missing item.
 #[test]
 fn a_bad_duration_is_an_invalid_argument_even_on_a_missing_item() {
@@ -990,7 +990,7 @@ fn lease_info_shows_holder_fence_and_the_time_left() {
     });
 }
 
-// ----- durability (SPEC §11) -----
+// ----- durability (docs/spec.md §11) -----
 
 mod durability {
     use super::*;

@@ -1,4 +1,4 @@
-//! SPEC §4, the data-operation table: writes and reads of a leased item with the lease's id
+//! docs/spec.md §4, the data-operation table: writes and reads of a leased item with the lease's id
 //! (A), another id (B) or no id, in every lease state, end to end through the store; every
 //! failure is 412. Also: a write without an id clears an Expired or Broken lease, a lease
 //! survives an overwrite made with its id, deleting the item drops its lease, a put with a
@@ -601,7 +601,7 @@ fn a_put_with_a_lease_id_on_a_missing_item_is_lease_not_present() {
         get(&store, b"never").unwrap_err().code(),
         ErrorCode::NotFound
     );
-    // Operations that need the item say NotFound first (SPEC §3: existence before lease).
+    // Operations that need the item say NotFound first (docs/spec.md §3: existence before lease).
     assert_eq!(
         store
             .replace("c", b"never", b"v", &with_id(Some(A)))

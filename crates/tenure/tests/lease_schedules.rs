@@ -1,4 +1,4 @@
-//! Property test of SPEC §4, §5, §6 and §11 together: random schedules of item and container
+//! Property test of docs/spec.md §4, §5, §6 and §11 together: random schedules of item and container
 //! lease actions, data writes and reads with and without lease ids and lock handles, cache-lock
 //! calls, batches, container writes, clock jumps (often exactly onto the next deadline, or one
 //! microsecond before it), reopens and crashes, run against the store and against the

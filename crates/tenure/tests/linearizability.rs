@@ -1,4 +1,4 @@
-//! Linearizability (SPEC §3 step 6, §9 "strong"): threads race gets, puts, conditional puts and
+//! Linearizability (docs/spec.md §3 step 6, §9 "strong"): threads race gets, puts, conditional puts and
 //! deletes on a few keys of a fresh store; each history is recorded with invoke/return instants
 //! from one shared counter and checked per key against a register with ETag semantics by the
 //! Wing–Gong search in `tenure_testkit::linearizability`. The recording lives in

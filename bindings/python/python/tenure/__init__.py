@@ -8,8 +8,8 @@ stores — ETags and conditions, leases, cache locks — over a checksummed log.
         etag = inventory.put("RadioInventory", b"10")
         inventory.put("RadioInventory", b"9", if_match=etag)   # ConditionNotMet if it moved
 
-The behaviour contract is SPEC.md of the tenure project; every error is a subclass of
-`TenureError` carrying the SPEC code name (`.code`), its status number (`.status`) and, for a
+The behaviour contract is docs/spec.md of the tenure project; every error is a subclass of
+`TenureError` carrying the code name of docs/spec.md §12 (`.code`), its status number (`.status`) and, for a
 refused precondition, the item's current ETag (`.etag`).
 """
 
@@ -88,13 +88,13 @@ __all__ = [
 ]
 
 
-# ----- the exception tree (SPEC §12) -----
+# ----- the exception tree (docs/spec.md §12) -----
 
 
 class TenureError(Exception):
     """Base of every tenure error.
 
-    ``code`` is the SPEC §12 code name, ``status`` its HTTP-style number, ``etag`` the item's
+    ``code`` is the docs/spec.md §12 code name, ``status`` its HTTP-style number, ``etag`` the item's
     current ETag where a refused precondition reports one (else ``None``).
     """
 
@@ -342,7 +342,7 @@ class UsedAfterFork(TenureError):
     status = 500
 
 
-#: Every SPEC §12 code name → its exception class.
+#: Every docs/spec.md §12 code name → its exception class.
 ERROR_CODES: Dict[str, Type[TenureError]] = {
     cls.code: cls
     for cls in (

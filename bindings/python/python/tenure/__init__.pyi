@@ -535,7 +535,7 @@ class LockHandle:
     def __ne__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
-# ----- exceptions (SPEC §12) -----
+# ----- exceptions (docs/spec.md §12) -----
 
 class TenureError(Exception):
     code: str

@@ -211,7 +211,7 @@ fn fail(counts: &Counts, message: String) {
 }
 
 /// Rejections a correct store gives under contention; anything else is a failure. A plain or
-/// conditional write on a locked item replaces it and releases the lock (SPEC §6), so the
+/// conditional write on a locked item replaces it and releases the lock (docs/spec.md §6), so the
 /// locker's put_and_unlock may then find no lock, or another client's lock.
 fn expected_contention(code: ErrorCode) -> bool {
     matches!(

@@ -1,4 +1,4 @@
-//! Snapshot isolation (SPEC §8 batches, §9 snapshots): the bank-transfer invariant.
+//! Snapshot isolation (docs/spec.md §8 batches, §9 snapshots): the bank-transfer invariant.
 //!
 //! A few accounts start with equal balances. Transfer threads move money between two
 //! accounts with one batch of two conditional puts (each `if_match` the ETag the thread read),

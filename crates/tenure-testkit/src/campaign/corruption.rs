@@ -1,4 +1,4 @@
-//! Media corruption of a store at rest (SPEC §11 "Checksums", "Watermark"; §13).
+//! Media corruption of a store at rest (docs/spec.md §11 "Checksums", "Watermark"; §13).
 //!
 //! A case builds a store (the crash campaign's workload), stops it — a clean close, or a power
 //! cut that keeps every unsynced sector so records lie past the durable watermark — and

@@ -1,4 +1,4 @@
-//! Simulated power loss (SPEC §11 "Durability modes", "Crash", "Watermark").
+//! Simulated power loss (docs/spec.md §11 "Durability modes", "Crash", "Watermark").
 //!
 //! A store case runs a random workload (mixed durability, small segments, compactions,
 //! reopens) on the simulated disk, loses power at random points — every unsynced sector

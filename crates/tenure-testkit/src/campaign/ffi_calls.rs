@@ -1,4 +1,4 @@
-//! C ABI call sequences (SPEC §13 at the C boundary), for the `ffi_calls` fuzz target.
+//! C ABI call sequences (docs/spec.md §13 at the C boundary), for the `ffi_calls` fuzz target.
 //!
 //! The fuzzer's bytes choose a sequence of calls through tenure-ffi's exported functions on
 //! one store: writes, reads into buffers of random capacity, deletes, batches, snapshots,

@@ -1,4 +1,4 @@
-//! Linearizability histories (SPEC §3 step 6, §9 "strong"; §4 leases): threads race gets, puts,
+//! Linearizability histories (docs/spec.md §3 step 6, §9 "strong"; §4 leases): threads race gets, puts,
 //! conditional puts and deletes — and, in lease histories, lease acquires and releases and
 //! writes with and without lease ids — on a few keys of a fresh store; each history is recorded with
 //! invoke/return instants from one shared counter and checked per key against a register with

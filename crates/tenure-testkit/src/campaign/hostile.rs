@@ -1,4 +1,4 @@
-//! Hostile store directories (SPEC §13: "A store directory holding hostile bytes opens with
+//! Hostile store directories (docs/spec.md §13: "A store directory holding hostile bytes opens with
 //! `Corruption` or recovers; it never crashes the process"), for the fuzz targets.
 //!
 //! - [`open_patched_directory`]: a real store's files with arbitrary patches (overwrites,

@@ -1,4 +1,4 @@
-//! I/O errors at every call site (SPEC §11 "Failed flush", §13 "never panics").
+//! I/O errors at every call site (docs/spec.md §11 "Failed flush", §13 "never panics").
 //!
 //! A case generates one workload (writes, flushes, compactions, clean reopens), runs it once
 //! without faults to count the storage calls it makes (syncs, allocations, writes), then once

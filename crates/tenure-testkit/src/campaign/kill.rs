@@ -1,4 +1,4 @@
-//! Real kill -9 cycles (SPEC §11 "Crash"): a child process appends self-checking records in
+//! Real kill -9 cycles (docs/spec.md §11 "Crash"): a child process appends self-checking records in
 //! `sync` mode and prints each acknowledged version; the parent kills it with SIGKILL at a
 //! random moment, reopens the log and checks every acknowledged record is there byte for
 //! byte, and every recovered record is intact. A case runs [`CYCLES_PER_CASE`] cycles on one

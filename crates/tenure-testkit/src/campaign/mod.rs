@@ -95,7 +95,7 @@ impl Campaign {
         }
     }
 
-    /// Cases per tier (issue 8).
+    /// Cases per tier (docs/reliability.md).
     pub fn count(self, tier: Tier) -> u64 {
         match (self, tier) {
             (Campaign::Crash, Tier::Ci) => 100_000,

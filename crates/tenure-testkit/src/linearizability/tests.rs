@@ -266,7 +266,7 @@ fn a_failed_condition_must_have_seen_another_state() {
         op(2, 4, 5, put("c"), written(2)),
     ];
     check(&history).unwrap();
-    // if_match on a missing item fails (SPEC §3); succeeding would be wrong.
+    // if_match on a missing item fails (docs/spec.md §3); succeeding would be wrong.
     let history = [op(0, 1, 2, put_if("b", 7), written(8))];
     assert!(check(&history).is_err());
     let history = [op(0, 1, 2, put_if("b", 7), Response::ConditionNotMet)];

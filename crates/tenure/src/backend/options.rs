@@ -60,7 +60,7 @@ impl std::fmt::Debug for StoreOptions {
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     pub conditions: Conditions,
-    /// Reads of a leased item may name the lease (SPEC §4): a wrong id is refused.
+    /// Reads of a leased item may name the lease (docs/spec.md §4): a wrong id is refused.
     pub lease_id: Option<LeaseId>,
 }
 
@@ -72,9 +72,9 @@ pub struct WriteOptions {
     /// User metadata; a put replaces the item's metadata with this.
     pub metadata: Vec<(String, String)>,
     pub ttl: Ttl,
-    /// Required to write an item whose lease is Leased or Breaking (SPEC §4).
+    /// Required to write an item whose lease is Leased or Breaking (docs/spec.md §4).
     pub lease_id: Option<LeaseId>,
-    /// A write with the handle of the item's cache lock replaces it and unlocks (SPEC §6);
+    /// A write with the handle of the item's cache lock replaces it and unlocks (docs/spec.md §6);
     /// a write without a handle replaces it and releases any lock.
     pub lock_handle: Option<LockHandle>,
 }

@@ -7,7 +7,7 @@
 //! fresh memory) or a compaction pass could keep a writer off its core for a whole run of
 //! theirs: on the 2-vCPU test machine a compare-and-set loop stalled 25 ms several times a
 //! second, its thread runnable and waiting, while the preparer ran on its core and the
-//! compactor on the other (`perf sched timehist`, docs/design.md §11 "Session 17"). Nice 19
+//! compactor on the other (`perf sched timehist`, docs/design.md §11 "Background thread priorities"). Nice 19
 //! was not enough: each time the preparer woke from a folio lock it still preempted the
 //! writer (a quarter of a millisecond each, once 13.5 ms). Work that only keeps ahead of the
 //! callers, the segment preparer and compaction, runs under `SCHED_BATCH` at nice 19 instead:

@@ -4,7 +4,7 @@
 //! Why: a get reads one bucket at random from one of 256 shard tables. Each table in a
 //! mapping of its own (64 KiB at a million keys) sits in 4 KiB pages, so nearly every get
 //! also missed the TLB on its bucket, and on this VM a random read through 4 KiB pages now and
-//! then stalls for 0.1–1 ms besides (docs/design.md §11 "Session 16"). Tables of 4 KiB to
+//! then stalls for 0.1–1 ms besides (docs/design.md §11 "Mapping advice and huge pages"). Tables of 4 KiB to
 //! 1 MiB are therefore blocks of 2 MiB chunks, one size per chunk, and a chunk is collapsed
 //! into a huge page (`MADV_COLLAPSE`) once all its blocks are handed out; larger tables are
 //! huge-page mappings of their own (`MADV_HUGEPAGE`); smaller ones stay on the heap. A chunk

@@ -1,4 +1,4 @@
-//! Batches (SPEC §8): operations on any items of any containers, applied in order, each
+//! Batches (docs/spec.md §8): operations on any items of any containers, applied in order, each
 //! seeing the ones before it, committed all or nothing under one version.
 //!
 //! Protocol: evaluate every operation against the current heads (an overlay carries earlier

@@ -151,7 +151,7 @@ fn properties_of(incarnation: &Incarnation) -> ContainerProperties {
     }
 }
 
-/// Container writes check the container's lease (SPEC §5), then date and ETag conditions on
+/// Container writes check the container's lease (docs/spec.md §5), then date and ETag conditions on
 /// the container's own ETag.
 fn check_container_write(
     incarnation: &Incarnation,

@@ -1,4 +1,4 @@
-//! Leases (SPEC §4, §5) and cache locks (SPEC §6) on the store. Every change is one pure rule
+//! Leases (docs/spec.md §4, §5) and cache locks (docs/spec.md §6) on the store. Every change is one pure rule
 //! decision (rules/lease.rs, rules/lock.rs) applied with the same compare-and-swap as a data
 //! write: the new version keeps the item's value and ETag and carries the new lease or lock.
 //! So a lease check and a write can never interleave, and a write that passed the check can
@@ -226,7 +226,7 @@ impl Engine {
         })
     }
 
-    /// Acquires the item's lease (SPEC §4). Never waits: see `acquire_lease_wait`.
+    /// Acquires the item's lease (docs/spec.md §4). Never waits: see `acquire_lease_wait`.
     pub(crate) fn acquire_lease(
         &self,
         container: &str,
@@ -262,7 +262,7 @@ impl Engine {
     }
 
     /// Breaks the lease; returns the time until a new lease can be acquired (zero when broken
-    /// at once). `period_seconds`: 0–60, or `None` (see SPEC §4).
+    /// at once). `period_seconds`: 0–60, or `None` (see docs/spec.md §4).
     pub(crate) fn break_lease(
         &self,
         container: &str,
@@ -349,7 +349,7 @@ impl Engine {
         }
     }
 
-    // ----- cache locks (SPEC §6) -----
+    // ----- cache locks (docs/spec.md §6) -----
 
     /// Locks the item for `lock_timeout` and returns it with an unguessable handle. With
     /// `force`, an absent key is locked too (no item comes back). Never waits.
@@ -415,7 +415,7 @@ impl Engine {
     }
 
     /// Replaces the locked item's value and unlocks it (`NotFound`, `ObjectNotLocked`,
-    /// `InvalidLockHandle` per SPEC §6). `ttl` as for put.
+    /// `InvalidLockHandle` per docs/spec.md §6). `ttl` as for put.
     pub(crate) fn put_and_unlock(
         &self,
         container: &str,

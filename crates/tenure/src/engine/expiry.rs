@@ -1,4 +1,4 @@
-//! Recording TTL expiries (SPEC §7). An expired item is invisible on every read path the
+//! Recording TTL expiries (docs/spec.md §7). An expired item is invisible on every read path the
 //! moment its TTL runs out; recording the expiry — a deletion record that takes a version, so
 //! the change feed reports it there — happens later, by the background sweeper or an explicit
 //! `sweep_expired` call. Items under a live lock never expire.

@@ -1,4 +1,4 @@
-//! The change feed (SPEC §10): every committed change in version order — item creates,
+//! The change feed (docs/spec.md §10): every committed change in version order — item creates,
 //! updates and deletes, container creates and deletes — read straight from the log, resumable
 //! from any version still retained. A batch appears as its operations, all with its version.
 //! Records that are not changes (compaction's copies, lease and lock changes, aborts) are

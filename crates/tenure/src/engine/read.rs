@@ -24,7 +24,7 @@ const PREFETCHED_VALUE_LINES: usize = 3;
 impl Engine {
     // ----- reads -----
 
-    /// Reads an item (SPEC §3 read conditions).
+    /// Reads an item (docs/spec.md §3 read conditions).
     pub(crate) fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item> {
         self.read_latest(container, key, options, ValueRead::Copy)
             .map(|(item, _)| item)
@@ -131,7 +131,7 @@ impl Engine {
         }))
     }
 
-    /// A read's arguments checked (SPEC §13), and the index key of `key` in the incarnation
+    /// A read's arguments checked (docs/spec.md §13), and the index key of `key` in the incarnation
     /// of `container` visible at `version`.
     fn read_index_key(
         &self,

@@ -1,4 +1,4 @@
-//! Snapshots (SPEC §9): a pinned version and the clock time it was taken at. Every read through
+//! Snapshots (docs/spec.md §9): a pinned version and the clock time it was taken at. Every read through
 //! a snapshot sees exactly the committed state at that version, however long it lives.
 
 use crate::backend::results::BorrowedItem;

@@ -1,5 +1,5 @@
 //! Item writes: put, create, replace, delete, set metadata, update. Each follows the order of
-//! checks of SPEC §3 and lands with one compare-and-swap on the item's version chain.
+//! checks of docs/spec.md §3 and lands with one compare-and-swap on the item's version chain.
 
 use std::sync::atomic::Ordering;
 
@@ -31,7 +31,7 @@ use crate::types::{ETag, Version};
 /// attempts (each loss means another write succeeded, so the store as a whole progresses).
 pub(crate) const MAX_INSTALL_ATTEMPTS: usize = 100_000;
 
-/// Step 4 of a write (SPEC §3, §4, §6): the lease check, then the lock check, and the
+/// Step 4 of a write (docs/spec.md §3, §4, §6): the lease check, then the lock check, and the
 /// coordination state the written version carries. A lease survives a write made with its id
 /// and is cleared by a write without an id once Expired or Broken; deleting the item drops it.
 /// Every data write releases the item's lock (with its handle, or a plain write replacing it).
@@ -204,7 +204,7 @@ impl Engine {
     }
 
     /// Read, apply `change`, write with `if_match`; on `ConditionNotMet` re-read and retry
-    /// with jittered backoff, at most `max_attempts` times (SPEC §3).
+    /// with jittered backoff, at most `max_attempts` times (docs/spec.md §3).
     pub(crate) fn update(
         &self,
         container: &str,

@@ -18,7 +18,7 @@ pub const LIVE: u64 = u64::MAX;
 #[derive(Debug, Clone)]
 pub struct ContainerState {
     pub metadata: Metadata,
-    /// The container's lease (SPEC §5).
+    /// The container's lease (docs/spec.md §5).
     pub lease: Option<crate::rules::lease::LeaseRecord>,
     /// Version of the last write of the container's properties (its ETag).
     pub etag_version: Version,

@@ -4,7 +4,7 @@
 //! holds — version, value location, `last_modified`, expiry — its log entry holds too. An
 //! item write's entry (op 1, and each entry of a batch, op 5: `crate::record::encode_item_write`)
 //! without content type, metadata or coordination ends in 36 bytes of fixed layout right
-//! before its value, and since session 14 its ETag field holds the entry's own version (the
+//! before its value, and its ETag field holds the entry's own version (the
 //! writer patches it in once it has reserved the record, `patch_version`):
 //!
 //! ```text

@@ -36,7 +36,7 @@ use parking_lot::Mutex;
 
 use crate::base::arena::Handle;
 use crate::base::zeroed_array::ZeroedArray;
-use crate::index::ItemSlot;
+use crate::index::slot::ItemSlot;
 
 const SHARD_BITS: u32 = 8;
 const SHARDS: usize = 1 << SHARD_BITS;
@@ -426,7 +426,7 @@ impl Drop for PointIndex {
 #[cfg(test)]
 mod tests {
     use super::{IndexKeyHasher, PointIndex, SHARDS, SHARD_BITS};
-    use crate::index::ItemSlot;
+    use crate::index::slot::ItemSlot;
 
     /// Keys that differ in one counter (the harness's shape: a container id, then a 24-byte
     /// key), and keys of every length up to 40 bytes that differ in one byte, spread evenly

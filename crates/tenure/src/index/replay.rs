@@ -232,8 +232,9 @@ fn replay_item(
         properties: Properties::boxed(item.write.content_type, item.metadata.clone()),
         coordination: coordination_box(item.coordination.clone().clamped_after_reopen(now)),
     });
-    // Nothing can see older versions at open, so a version its entry says in full (written
-    // since session 14, without properties or coordination) becomes the key's plain head.
+    // Nothing can see older versions at open, so a version its entry says in full (no
+    // properties or coordination, its own version in the ETag field; older formats wrote 0
+    // there) becomes the key's plain head.
     if earlier.allows_plain_heads()
         && plain_entry_matches(payload, item.value_offset, value_offset, &node)
     {

@@ -8,9 +8,8 @@
 //! ```
 //!
 //! With a 24-byte key (a 32-byte index key) a slot is 48 bytes, taken from the slot arena
-//! (`arena.rs`) without malloc's header and rounding. Until session 14 it also had room for one
-//! version node (56 bytes, 104 in all); a key written once now has a plain head instead
-//! (`plain.rs`), and other versions are nodes of their own.
+//! (`arena.rs`) without malloc's header and rounding. A slot has no room for a version node: a
+//! key written once has a plain head (`plain.rs`), and other versions are nodes of their own.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,7 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crossbeam_epoch::Atomic;
 
 use crate::base::arena;
-use crate::index::VersionNode;
+use crate::index::version::VersionNode;
 
 /// More references than this means a leak of counts (every holder is an index, a batch in
 /// progress or an epoch callback): abort, as `std::sync::Arc` does, rather than wrap.
@@ -55,7 +54,7 @@ impl Drop for SlotHeader {
             let guard = crossbeam_epoch::unprotected();
             let mut current = self.head.load(Ordering::Relaxed, guard);
             // A plain head (or link) ends the chain and owns nothing.
-            while let Some(node) = crate::index::node_of(current) {
+            while let Some(node) = crate::index::plain::node_of(current) {
                 let next = node.older.load(Ordering::Relaxed, guard);
                 drop(current.into_owned());
                 current = next;

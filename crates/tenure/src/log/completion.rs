@@ -10,11 +10,19 @@
 //! only by a version `slot_count` later, which `reserve` hands out only once this one
 //! completed — so the exchange that would take a reused slot's pair always fails.
 
-use super::{pack, unpack};
 use crate::base::sync::{AtomicU128, AtomicU64, Ordering};
 use crate::types::Version;
 
 /// Padded to a cache line: adjacent versions are completed by different threads.
+/// The `(version, offset)` pair of the reservation and completion words, as one 128-bit word.
+pub(super) fn pack(version: u64, offset: u64) -> u128 {
+    ((version as u128) << 64) | offset as u128
+}
+
+pub(super) fn unpack(word: u128) -> (u64, u64) {
+    ((word >> 64) as u64, word as u64)
+}
+
 #[repr(align(64))]
 struct CompletionSlot {
     version: AtomicU64,

@@ -5,8 +5,8 @@
 
 use crossbeam_epoch::Guard;
 
+use super::core::Log;
 use super::segment::Segment;
-use super::Log;
 use crate::error::{Error, Result};
 
 pub(crate) struct LogReader<'l, 'g> {

@@ -12,13 +12,16 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 use portable_atomic::AtomicU128;
 
+use super::completion::{pack, CompletionTracker};
+use super::core::{
+    Durability, LogOptions, LogShared, SuperblockState, COMPLETION_SLOTS,
+    MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES,
+};
+use super::flush::sync_superblock_copy;
+use super::group_commit::FlushState;
 use super::record::{self, RecordKind};
 use super::segment::{Segment, SegmentTable};
 use super::superblock::{self, ReadOutcome, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
-use super::{
-    pack, sync_superblock_copy, CompletionTracker, Durability, FlushState, LogOptions, LogShared,
-    SuperblockState, COMPLETION_SLOTS, MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES,
-};
 use crate::error::{Error, Result};
 use crate::storage::{Mapping, Storage};
 use crate::types::Version;
@@ -49,7 +52,7 @@ impl<'a> EarlierRecords<'a> {
     }
 }
 
-impl<'a> super::RecordBytes<'a> for EarlierRecords<'a> {
+impl<'a> super::reader::RecordBytes<'a> for EarlierRecords<'a> {
     fn bytes_from(&mut self, offset: u64) -> Result<&'a [u8]> {
         let (segment, local) = self
             .locate(offset)
@@ -474,7 +477,7 @@ fn scan(
                         position = segment_end;
                     }
                     RecordKind::Abort | RecordKind::Data => {
-                        if header.version % super::VERSION_INDEX_STRIDE == 0 {
+                        if header.version % super::core::VERSION_INDEX_STRIDE == 0 {
                             version_index.push((header.version, position));
                         }
                         if header.kind == RecordKind::Data {

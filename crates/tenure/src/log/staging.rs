@@ -7,7 +7,7 @@
 //! the file's inode lock, which the 16 took in turn). A C probe of the bare protocol (16
 //! threads, 200 B records, one fdatasync a group, `benches/probes/group_commit_protocol.c`)
 //! ran at 0.35–0.49 of 16 × the one-writer rate, 0.49–0.52 with staged writes alone, and
-//! 0.65–0.95 with staged writes and spinning waits together (`group_commit.rs`; design.md §11).
+//! 0.65–0.95 with staged writes and spinning waits together (`group_commit.rs`; docs/design.md §11 "Group commit").
 //!
 //! A staged record is not in the file, nor in the mapping, until its group's leader writes it.
 //! That is safe because nothing reads a `sync` store's record before it is durable: readers see
@@ -19,29 +19,26 @@
 
 use parking_lot::Mutex;
 
-use super::LogShared;
-use crate::error::{Error, Result};
-
 /// The largest record (header, payload and padding) an appender stages; larger ones it writes
 /// itself. Bounds the staged bytes: at most this much for each version in flight, and the
 /// completion ring bounds those (`COMPLETION_SLOTS`).
 pub(crate) const MAXIMUM_STAGED_RECORD_BYTES: usize = 16 << 10;
 
 /// The capacity the leader's run buffer keeps between groups.
-const RUN_BYTES_KEPT: usize = 1 << 20;
+pub(super) const RUN_BYTES_KEPT: usize = 1 << 20;
 
 /// A complete record waiting for its group's write: its global offset and its bytes, padded to
 /// its aligned size.
 pub(crate) struct StagedRecord {
-    start: u64,
-    bytes: Vec<u8>,
+    pub(super) start: u64,
+    pub(super) bytes: Vec<u8>,
 }
 
 #[derive(Default)]
 pub(crate) struct Staging {
-    records: Mutex<Vec<StagedRecord>>,
+    pub(super) records: Mutex<Vec<StagedRecord>>,
     /// The leader's buffer for a run of adjacent records (one leader at a time).
-    run: Mutex<Vec<u8>>,
+    pub(super) run: Mutex<Vec<u8>>,
 }
 
 impl Staging {
@@ -53,7 +50,7 @@ impl Staging {
     }
 
     /// The staged records that start below `end`, in log order.
-    fn take_below(&self, end: u64) -> Vec<StagedRecord> {
+    pub(super) fn take_below(&self, end: u64) -> Vec<StagedRecord> {
         let mut records = self.records.lock();
         let mut taken = Vec::new();
         let mut index = 0;
@@ -67,57 +64,5 @@ impl Staging {
         drop(records);
         taken.sort_unstable_by_key(|record| record.start);
         taken
-    }
-}
-
-impl LogShared {
-    /// Writes every staged record below `end` (the completed offset the leader syncs to):
-    /// adjacent records in one segment with one write.
-    pub(crate) fn write_staged(&self, end: u64) -> Result<()> {
-        let records = self.staging.take_below(end);
-        if records.is_empty() {
-            return Ok(());
-        }
-        let guard = crossbeam_epoch::pin();
-        let mut run = self.staging.run.lock();
-        let mut first = 0;
-        while first < records.len() {
-            let start = records[first].start;
-            let Some((segment, local)) = self.segment_at(start, &guard) else {
-                return Err(Error::corruption(
-                    self.storage.path(),
-                    start,
-                    "no segment holds this staged record",
-                ));
-            };
-            let segment_end = (segment.first_slot + segment.slot_count) * self.slot_size;
-            let mut run_end = start + records[first].bytes.len() as u64;
-            let mut after = first + 1;
-            while after < records.len()
-                && records[after].start == run_end
-                && run_end + records[after].bytes.len() as u64 <= segment_end
-            {
-                run_end += records[after].bytes.len() as u64;
-                after += 1;
-            }
-            let bytes: &[u8] = if after == first + 1 {
-                &records[first].bytes
-            } else {
-                run.clear();
-                for record in &records[first..after] {
-                    run.extend_from_slice(&record.bytes);
-                }
-                &run
-            };
-            segment.assert_allocated(local + bytes.len() as u64);
-            segment.file.write_at(bytes, local).map_err(|error| {
-                Error::io(self.storage.path().join(&segment.name), "write", error)
-            })?;
-            first = after;
-        }
-        if run.capacity() > RUN_BYTES_KEPT {
-            *run = Vec::new();
-        }
-        Ok(())
     }
 }

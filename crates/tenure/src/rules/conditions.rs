@@ -1,7 +1,7 @@
-//! Optimistic concurrency (SPEC §3, §6 `if_version` and `get_if_newer`, §7): the conditions a
+//! Optimistic concurrency (docs/spec.md §3, §6 `if_version` and `get_if_newer`, §7): the conditions a
 //! read or write may carry, decided against the item's visible, unexpired state.
 //!
-//! A write runs the checks of SPEC §3 in order, stopping at the first failure:
+//! A write runs the checks of docs/spec.md §3 in order, stopping at the first failure:
 //! 1. arguments — nothing here needs checking for writes (any combination is allowed);
 //! 2. container exists — the engine;
 //! 3. item exists where the operation needs it — [`check_write_existence`];
@@ -251,7 +251,7 @@ pub fn check_write_conditions(
     Ok(())
 }
 
-/// `get_if_newer(key, version)` (SPEC §6): `Ok(true)` = return the item (its version differs
+/// `get_if_newer(key, version)` (docs/spec.md §6): `Ok(true)` = return the item (its version differs
 /// from the caller's), `Ok(false)` = return nothing. A missing item is `NotFound`, as for `get`.
 pub fn get_if_newer(version: Version, item: Option<&ItemFacts>) -> Result<bool> {
     match item {

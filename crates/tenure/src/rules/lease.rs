@@ -1,4 +1,4 @@
-//! Leases (SPEC §4 for items, §5 for containers): the lease-action state machine and the lease
+//! Leases (docs/spec.md §4 for items, §5 for containers): the lease-action state machine and the lease
 //! checks of data operations. Items and containers share the state machine and its codes.
 //!
 //! The state is never stored. The engine persists a [`LeaseRecord`]; [`state`] derives the state
@@ -198,7 +198,7 @@ impl LeaseRecord {
     }
 
     /// After a reopen, a wall clock that jumped back must not stretch a lease or a break beyond
-    /// its full length (SPEC §11): deadlines are clamped to `now` + that length.
+    /// its full length (docs/spec.md §11): deadlines are clamped to `now` + that length.
     pub fn clamped_after_reopen(&self, now: Timestamp) -> LeaseRecord {
         let longest_break = u64::from(MAX_BREAK_PERIOD_SECONDS) * MICROS_PER_SECOND;
         let longest_lease = self.duration.deadline_from(now);
@@ -224,7 +224,7 @@ pub fn state(record: Option<&LeaseRecord>, now: Timestamp) -> LeaseState {
     record.map_or(LeaseState::Available, |record| record.state(now))
 }
 
-/// What lease info shows (SPEC §4).
+/// What lease info shows (docs/spec.md §4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseInfo {
     pub state: LeaseState,
@@ -253,7 +253,7 @@ pub fn lease_info(record: Option<&LeaseRecord>, now: Timestamp) -> LeaseInfo {
     }
 }
 
-/// A lease action (the rows of the SPEC §4 lease-action table).
+/// A lease action (the rows of the docs/spec.md §4 lease-action table).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaseAction {
     Acquire {
@@ -329,7 +329,7 @@ impl LeaseOutcome {
     }
 }
 
-/// Applies one lease action: every cell of the SPEC §4 lease-action table, shared by items and
+/// Applies one lease action: every cell of the docs/spec.md §4 lease-action table, shared by items and
 /// containers. Refusals are 409s (`Error::Rejected`, without an ETag: lease actions do not
 /// report one). Arguments are validated first (durations, break periods, holder length).
 ///
@@ -567,7 +567,7 @@ pub enum LeaseEffect {
     Clear,
 }
 
-/// The lease check of a data operation on an item (SPEC §4 data-operation table, step 4 of a
+/// The lease check of a data operation on an item (docs/spec.md §4 data-operation table, step 4 of a
 /// write). Refusals are 412 without an ETag; the engine adds the item's current one
 /// (`rules::with_current_etag`).
 ///
@@ -604,7 +604,7 @@ pub fn check_lease_for_item_operation(
     }
 }
 
-/// Container operations as far as their lease is concerned (SPEC §5).
+/// Container operations as far as their lease is concerned (docs/spec.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ContainerOperation {
     /// Delete container: the only operation guarded by the lease.
@@ -613,7 +613,7 @@ pub enum ContainerOperation {
     Other,
 }
 
-/// The lease check of a container operation (SPEC §5). Refusals are 412. Unlike items, nothing
+/// The lease check of a container operation (docs/spec.md §5). Refusals are 412. Unlike items, nothing
 /// here clears an Expired or Broken lease, and item leases inside the container never matter.
 pub fn check_lease_for_container_operation(
     record: Option<&LeaseRecord>,

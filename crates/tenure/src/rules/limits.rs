@@ -1,6 +1,6 @@
 //! The sizes a store accepts (docs/spec.md §1, §8, §13).
 
-/// Limits a store enforces on every input (SPEC §1, §8, §13).
+/// Limits a store enforces on every input (docs/spec.md §1, §8, §13).
 #[derive(Debug, Clone)]
 pub struct Limits {
     pub max_key_bytes: usize,

@@ -1,11 +1,11 @@
-//! Cache locks (SPEC §6, AppFabric `DataCache`): one pure decision per lock call, each
+//! Cache locks (docs/spec.md §6, AppFabric `DataCache`): one pure decision per lock call, each
 //! returning what to do with the lock or the error. Nothing waits: a call that cannot proceed
 //! fails at once.
 //!
 //! A lock whose deadline has passed is gone: every decision treats it as no lock, so a crashed
 //! client cannot hold a key forever. A key holds at most one of {live lease, lock}.
 //!
-//! The checks follow SPEC §3's order: arguments, then whether the item exists where the call
+//! The checks follow docs/spec.md §3's order: arguments, then whether the item exists where the call
 //! needs it (`NotFound`), then the lock. So a plain `get_and_lock` of a key force-locked while
 //! absent is `NotFound`, while the forced one is `ObjectLocked`.
 

@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::types::ETag;
 
 /// Adds the item's current ETag to a refusal that was decided without it (the lease and lock
-/// checks), so every precondition error reports it where the item exists (SPEC §12).
+/// checks), so every precondition error reports it where the item exists (docs/spec.md §12).
 pub fn with_current_etag(error: Error, etag: Option<ETag>) -> Error {
     match error {
         Error::Rejected { code, current_etag } => Error::Rejected {

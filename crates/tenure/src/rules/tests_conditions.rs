@@ -1,4 +1,4 @@
-//! SPEC §3 (conditions), §6 (`if_version`, `get_if_newer`) and §7 as tables: one named row per
+//! docs/spec.md §3 (conditions), §6 (`if_version`, `get_if_newer`) and §7 as tables: one named row per
 //! rule. Every refusal of an existing item must carry its current ETag, every other none; the
 //! runner checks that for every row.
 
@@ -145,7 +145,7 @@ fn read_rules_table() {
         ("if_none_match *, missing: 400", Conditions::if_none_match(ETagArg::Any), MISSING, Some(InvalidArgument)),
         ("if_version on a read: 400", Conditions::if_version(0x10), PRESENT, Some(InvalidArgument)),
     ];
-    run("reads (SPEC §3)", rows, check_read);
+    run("reads (docs/spec.md §3)", rows, check_read);
 }
 
 #[test]
@@ -197,7 +197,7 @@ fn run_writes(
 #[rustfmt::skip]
 fn write_step_3_existence_table() {
     use WriteKind::*;
-    run_writes("writes, step 3 (SPEC §3)", vec![
+    run_writes("writes, step 3 (docs/spec.md §3)", vec![
         ("put, no condition, missing: creates", Put, Conditions::default(), MISSING, None),
         ("put if_match, missing: not decided in step 3", Put, Conditions::if_match(CURRENT), MISSING, None),
         ("put if_version, missing: NotFound", Put, Conditions::if_version(1), MISSING, Some(NotFound)),
@@ -226,7 +226,7 @@ fn write_step_3_existence_table() {
 #[rustfmt::skip]
 fn write_step_5_conditions_table() {
     use WriteKind::*;
-    run_writes("writes, step 5 (SPEC §3)", vec![
+    run_writes("writes, step 5 (docs/spec.md §3)", vec![
         ("put, no condition, present: last writer wins", Put, Conditions::default(), PRESENT, None),
         ("put if_match current", Put, Conditions::if_match(CURRENT), PRESENT, None),
         ("put if_match stale: 412", Put, Conditions::if_match(STALE), PRESENT, Some(ConditionNotMet)),

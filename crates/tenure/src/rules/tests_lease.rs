@@ -1,4 +1,4 @@
-//! SPEC §4 lease actions: every cell of the lease-action table (13 actions × 5 states) is a
+//! docs/spec.md §4 lease actions: every cell of the lease-action table (13 actions × 5 states) is a
 //! named row; named tests cover fences, break timing, the Expired-renew rule, lease info and
 //! reopen clamping. The fixtures here are shared with `tests_lease_checks.rs`.
 
@@ -161,7 +161,7 @@ fn mismatch_of(
     wrong.then(|| format!("expected {expected:?}, got {outcome:?} (state now {state_now:?})"))
 }
 
-/// Every row of the SPEC §4 lease-action table, in the table's order, with one expected result
+/// Every row of the docs/spec.md §4 lease-action table, in the table's order, with one expected result
 /// per state column (Available, Leased(A), Breaking(A), Broken(A), Expired(A)).
 #[rustfmt::skip]
 fn lease_action_table() -> Vec<(&'static str, LeaseAction, [Expected; 5])> {
@@ -255,7 +255,7 @@ fn lease_action_table() -> Vec<(&'static str, LeaseAction, [Expected; 5])> {
 #[test]
 fn lease_action_table_every_cell() {
     let table = lease_action_table();
-    assert_eq!(table.len(), 13, "the SPEC table has 13 action rows");
+    assert_eq!(table.len(), 13, "the docs/spec.md table has 13 action rows");
     let mut failures = Vec::new();
     for (row, action, expected_per_state) in table {
         for (column, expected) in STATES.into_iter().zip(expected_per_state) {

@@ -1,4 +1,4 @@
-//! SPEC §4 data-operation table (6 requests × 5 states) and SPEC §5 container rules
+//! docs/spec.md §4 data-operation table (6 requests × 5 states) and docs/spec.md §5 container rules
 //! (2 operations × 3 id cases × 5 states), every cell a named row; plus the parsing and range
 //! checks of lease ids, durations, break periods and holder labels.
 
@@ -136,7 +136,7 @@ fn arguments_are_checked_before_the_state() {
     assert!(apply_lease_action(None, longest_holder, context()).is_ok());
 }
 
-/// The request rows of the SPEC §4 data-operation table.
+/// The request rows of the docs/spec.md §4 data-operation table.
 #[rustfmt::skip]
 fn data_operation_table() -> Vec<(&'static str, Option<LeaseId>, Access, [Result<LeaseEffect, ErrorCode>; 5])> {
     use ErrorCode::*;

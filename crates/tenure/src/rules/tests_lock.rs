@@ -1,4 +1,4 @@
-//! SPEC §6 as a table: every cell of the cache-lock table (7 calls × 4 key states), plus the
+//! docs/spec.md §6 as a table: every cell of the cache-lock table (7 calls × 4 key states), plus the
 //! force-locked-absent key, lock timeouts, the lease/lock exclusion and the TTL rules.
 
 use crate::clock::{Timestamp, MICROS_PER_SECOND};
@@ -91,7 +91,7 @@ fn lock_grant_cell(grant: LockGrant) -> Cell {
 
 type Call = fn(KeyFacts<'_>) -> Cell;
 
-/// Every row of the SPEC §6 table with one expected cell per column of [`COLUMNS`].
+/// Every row of the docs/spec.md §6 table with one expected cell per column of [`COLUMNS`].
 #[rustfmt::skip]
 fn lock_table() -> Vec<(&'static str, Call, [Cell; 7])> {
     use Cell::{Allowed, Effect, Granted, Refused};
@@ -128,7 +128,7 @@ fn lock_table() -> Vec<(&'static str, Call, [Cell; 7])> {
 #[rustfmt::skip]
 fn lock_table_every_cell() {
     let table = lock_table();
-    assert_eq!(table.len(), 7, "the SPEC table has 7 calls");
+    assert_eq!(table.len(), 7, "the docs/spec.md table has 7 calls");
     let mut failures = Vec::new();
     for (row, call, expected_per_column) in table {
         for ((column, item_present, lock), expected) in COLUMNS.into_iter().zip(expected_per_column) {

@@ -1,8 +1,8 @@
-//! Time to live (SPEC §7): a container default and a per-item TTL that overrides it, both
+//! Time to live (docs/spec.md §7): a container default and a per-item TTL that overrides it, both
 //! counted from the item's last write. Any write resets the count; an expired item is gone for
 //! every read path at once.
 //!
-//! A live cache lock suspends expiry (SPEC §6); that rule is in `lock.rs`
+//! A live cache lock suspends expiry (docs/spec.md §6); that rule is in `lock.rs`
 //! (`is_expired_under_lock`).
 
 use crate::clock::{Timestamp, MICROS_PER_SECOND};

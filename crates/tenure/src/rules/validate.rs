@@ -1,4 +1,4 @@
-//! Argument checks (SPEC §13): each names the argument and says why. They run before anything
+//! Argument checks (docs/spec.md §13): each names the argument and says why. They run before anything
 //! is looked up, so a bad argument changes nothing.
 
 use crate::error::{Error, Result};

@@ -5,7 +5,7 @@ use shuttle::sync::Arc;
 use shuttle::thread;
 
 use super::OrderedIndex;
-use crate::index::ItemSlot;
+use crate::index::slot::ItemSlot;
 
 fn key(n: u64) -> Vec<u8> {
     // Interleaved across writers, and sharing long prefixes, so heads tie often.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use proptest::prelude::*;
 
 use super::{node_at, OrderedIndex, CAPACITY};
-use crate::index::ItemSlot;
+use crate::index::slot::ItemSlot;
 
 fn keys_from(index: &OrderedIndex, from: &[u8]) -> Vec<Vec<u8>> {
     index

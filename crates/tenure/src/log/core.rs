@@ -1,0 +1,193 @@
+//! The log's state: the shared structure its threads and appenders work on, the handle, a
+//! reservation, and the constants they share. The behaviour is in the other files of this
+//! folder, each an `impl` block over the types here.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_epoch::Guard;
+use parking_lot::{Condvar, Mutex};
+use portable_atomic::AtomicU128;
+
+use super::completion::CompletionTracker;
+use super::group_commit::FlushState;
+use super::segment::{Segment, SegmentTable};
+use super::staging::Staging;
+use super::superblock::Superblock;
+use crate::storage::{Storage, StorageFile};
+use crate::types::Version;
+
+/// How long a write waits before it returns (docs/spec.md §11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Returns once the record and every earlier one are on stable storage.
+    #[default]
+    Sync,
+    /// Returns once the OS has the bytes; a background flush follows.
+    Buffered,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogOptions {
+    pub segment_size_bytes: u64,
+    pub durability: Durability,
+    /// In `buffered` mode, how often the background flusher syncs.
+    pub buffered_flush_interval: Duration,
+}
+
+impl Default for LogOptions {
+    fn default() -> LogOptions {
+        LogOptions {
+            segment_size_bytes: 64 << 20,
+            durability: Durability::Sync,
+            buffered_flush_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+pub const MINIMUM_SEGMENT_SIZE_BYTES: u64 = 4096;
+pub const MAXIMUM_SEGMENT_SIZE_BYTES: u64 = 1 << 40;
+/// The largest payload one record may carry (a 64 MiB value plus its key and metadata).
+pub const MAXIMUM_PAYLOAD_BYTES: u64 = (64 << 20) + (1 << 20);
+/// One version in this many is indexed for the change feed.
+pub(crate) const VERSION_INDEX_STRIDE: u64 = 256;
+/// How far past the tail, at most, the preparer faults the log in while it has nothing else
+/// to do (`LogShared::fault_in_ahead_step`): clean page cache, holding zeros, that the kernel can
+/// reclaim; mapped, it counts in the process's resident file pages. A burst of appends runs
+/// this far before it can meet a page still to be zero-filled, which on a VM whose memory
+/// the host backs at first touch took 24 ms per 2 MiB, twice what 200 B puts take to fill
+/// it (docs/design.md §11 "Faulting the log in ahead").
+pub(super) const FAULT_IN_LEAD_BYTES: u64 = 64 << 20;
+/// How many versions may be in flight (reserved, not yet complete) at once.
+pub(super) const COMPLETION_SLOTS: u64 = 4096;
+
+pub(super) struct SuperblockState {
+    pub(super) current: Superblock,
+    /// The copy that holds the last synced superblock; unsynced writes go to the other.
+    pub(super) synced_copy: usize,
+}
+
+/// What the preparer thread is asked to do, ahead of the appenders' need.
+#[derive(Default)]
+pub(crate) struct PreparerWork {
+    /// Create the segment of this slot.
+    pub(super) segment_slot: Option<u64>,
+    /// Allocate this segment's next step of space, past this local end.
+    pub(super) allocation: Option<(Arc<Segment>, u64)>,
+    pub(super) stop: bool,
+}
+
+pub(crate) struct LogShared {
+    pub(super) storage: Arc<dyn Storage>,
+    pub(super) slot_size: u64,
+    pub(super) generation: u32,
+    pub(super) durability: Durability,
+    /// `(next version to hand out, tail offset)`.
+    pub(super) reservation: AtomicU128,
+    /// The tail when the log was opened: what was appended since sizes the preparer's
+    /// fault-in lead (`fault_in_ahead_step`).
+    pub(super) tail_at_open: u64,
+    /// Which versions are complete (`completion.rs`).
+    pub(super) completion: CompletionTracker,
+    /// Readers see versions ≤ this in `sync` mode: durable. (`buffered` mode reads the
+    /// completed word instead: see `visible_version`.)
+    pub(super) visible: AtomicU64,
+    pub(super) segments: SegmentTable,
+    pub(super) segment_creation: Mutex<()>,
+    pub(super) flush: Mutex<FlushState>,
+    pub(super) flush_done: Condvar,
+    /// `sync` stores: sealed records waiting for their group's write (`staging.rs`).
+    pub(super) staging: Staging,
+    /// Writers inside `wait_durable` now (`group_commit.rs`).
+    pub(super) waiting_writers: std::sync::atomic::AtomicU32,
+    /// The most writers seen waiting at once since the current sync started.
+    pub(super) peak_waiting_writers: std::sync::atomic::AtomicU32,
+    /// A group-commit leader is lingering or syncing: `FlushState::flushing`, readable without
+    /// the flush lock (set and cleared under it).
+    pub(super) sync_in_progress: AtomicBool,
+    pub(super) poisoned: AtomicBool,
+    pub(super) closed: AtomicBool,
+    /// Every `VERSION_INDEX_STRIDE`-th version and its record's offset, ascending: where a
+    /// reader of the change feed starts scanning.
+    pub(super) version_index: Mutex<Vec<(Version, u64)>>,
+    /// Readers blocked in `wait_visible_after`; visibility changes notify only when nonzero.
+    pub(super) watchers: std::sync::atomic::AtomicUsize,
+    pub(super) watch_lock: Mutex<()>,
+    pub(super) watch_changed: Condvar,
+    /// The highest slot whose segment was prepared (or asked for) ahead of need.
+    pub(super) prepared_slot: AtomicU64,
+    /// Work asked of the preparer thread.
+    pub(super) preparer_request: Mutex<PreparerWork>,
+    pub(super) preparer_wake: Condvar,
+    /// Segments taken out of the log whose files wait for readers that may hold them.
+    pub(super) segments_awaiting_removal: Arc<std::sync::atomic::AtomicUsize>,
+    pub(super) superblock_file: Arc<dyn StorageFile>,
+    pub(super) superblock: Mutex<SuperblockState>,
+    pub(super) _lock: Box<dyn std::any::Any + Send + Sync>,
+}
+
+/// The log of one store.
+pub struct Log {
+    pub(super) shared: Arc<LogShared>,
+    pub(super) flusher: Mutex<Option<JoinHandle<()>>>,
+    pub(super) preparer: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Space and a version reserved for one record. Write the payload, then `commit` it; dropping
+/// it uncommitted writes an `Abort` record in its place so later records are not held up.
+/// It stays on the thread that reserved it (not `Send`): it may hold an epoch guard.
+pub struct Reservation<'log> {
+    pub(super) log: &'log LogShared,
+    pub(super) segment: SegmentHold,
+    pub(super) version: Version,
+    pub(super) start: u64,
+    pub(super) new_tail: u64,
+    pub(super) payload_length: usize,
+    /// `write_payload` wrote the whole record with its `Data` header (a `sync` store).
+    pub(super) header_written: bool,
+    /// The whole record, `Data` header included, for the group-commit leader to write
+    /// (a `sync` store; `staging.rs`). Staged when sealed as `Data`, dropped on abort.
+    pub(super) staged: Option<Vec<u8>>,
+    pub(super) finished: bool,
+}
+
+/// How often an appender checks that the completion ring has room for the versions in flight:
+/// at every this-many-th version, for that one and the ones after it. Reading the completed
+/// word at every append took a cache line the other appenders keep writing.
+pub(super) const IN_FLIGHT_CHECK_STRIDE: u64 = 64;
+const _: () = assert!(IN_FLIGHT_CHECK_STRIDE < COMPLETION_SLOTS);
+
+/// A reservation's segment: borrowed from the segment table under an epoch guard (the table
+/// drops a segment it lets go of only once no guard can see it), or owned when this appender
+/// created it. Borrowing spares every append an increment and a decrement of the segment's
+/// shared reference count, a cache line that appenders on other CPUs were reading.
+pub(super) enum SegmentHold {
+    Borrowed {
+        segment: std::ptr::NonNull<Segment>,
+        _guard: Guard,
+    },
+    Owned(Arc<Segment>),
+}
+
+impl std::ops::Deref for SegmentHold {
+    type Target = Segment;
+
+    fn deref(&self) -> &Segment {
+        match self {
+            // SAFETY: the pointer came from the segment table under `_guard`, which this value
+            // holds for as long as it lives.
+            SegmentHold::Borrowed { segment, .. } => unsafe { segment.as_ref() },
+            SegmentHold::Owned(segment) => segment,
+        }
+    }
+}
+
+thread_local! {
+    /// The record a `sync` store's appender writes with one pwrite: header, then payload.
+    pub(super) static RECORD_BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Capacity `RECORD_BYTES` keeps between records (a large record's buffer is given back).
+pub(super) const RECORD_BYTES_KEPT: usize = 256 << 10;
