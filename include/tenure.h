@@ -294,6 +294,11 @@ typedef struct {
 
 #define TENURE_ERR_CONTAINER_NOT_FOUND 201
 
+/*
+ The change-feed position is older than the retained history (410).
+ */
+#define TENURE_ERR_COMPACTED 202
+
 #define TENURE_ERR_ALREADY_EXISTS 300
 
 #define TENURE_ERR_CONTAINER_ALREADY_EXISTS 301
@@ -1132,7 +1137,8 @@ tenure_status tenure_store_version(const tenure_store *store, uint64_t *version_
  Compacts now: rewrites and removes every sealed log segment (docs/spec.md §11). Readers and writers
  keep going meanwhile. `report_out` receives what was done.
  */
-tenure_status tenure_store_compact(const tenure_store *store, tenure_compaction_report *report_out);
+tenure_status tenure_store_compact(const tenure_store *store,
+                                   tenure_compaction_report *report_out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,6 +1,9 @@
 """The change feed through Python (docs/spec.md §10)."""
 
 import threading
+from pathlib import Path
+
+import pytest
 
 import tenure
 
@@ -51,3 +54,16 @@ def test_bad_feed_arguments(store: tenure.Store) -> None:
         assert error.code == "InvalidArgument"
     else:
         raise AssertionError("a negative timeout must be refused")
+
+
+def test_a_compacted_away_position_is_compacted(tmp_path: Path) -> None:
+    with tenure.open(tmp_path / "store", durability="buffered", segment_size_bytes=1 << 20) as store:
+        items = store.create_container("items")
+        for round_number in range(4):
+            for key in range(2_000):
+                items.put(str(key), bytes([round_number]) * 100)
+        assert store.compact()["segments_removed"] > 0
+        with pytest.raises(tenure.Compacted) as raised:
+            list(store.changes(0))
+        assert raised.value.status == 410
+        assert "oldest available version" in str(raised.value)

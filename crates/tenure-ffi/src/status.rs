@@ -10,9 +10,11 @@ pub const TENURE_OK: tenure_status = 0;
 // 1xx: 304 and 400.
 pub const TENURE_ERR_NOT_MODIFIED: tenure_status = 100;
 pub const TENURE_ERR_INVALID_ARGUMENT: tenure_status = 101;
-// 2xx: 404.
+// 2xx: 404, 410.
 pub const TENURE_ERR_NOT_FOUND: tenure_status = 200;
 pub const TENURE_ERR_CONTAINER_NOT_FOUND: tenure_status = 201;
+/// The change-feed position is older than the retained history (410).
+pub const TENURE_ERR_COMPACTED: tenure_status = 202;
 // 3xx: 409.
 pub const TENURE_ERR_ALREADY_EXISTS: tenure_status = 300;
 pub const TENURE_ERR_CONTAINER_ALREADY_EXISTS: tenure_status = 301;
@@ -84,11 +86,12 @@ mod tests {
     /// numbers, one for one: a code added to the engine needs its constant here.
     #[test]
     fn every_constant_is_the_engine_tables_number() {
-        let constants: [(tenure_status, &str); 30] = [
+        let constants: [(tenure_status, &str); 31] = [
             (TENURE_ERR_NOT_MODIFIED, "NotModified"),
             (TENURE_ERR_INVALID_ARGUMENT, "InvalidArgument"),
             (TENURE_ERR_NOT_FOUND, "NotFound"),
             (TENURE_ERR_CONTAINER_NOT_FOUND, "ContainerNotFound"),
+            (TENURE_ERR_COMPACTED, "Compacted"),
             (TENURE_ERR_ALREADY_EXISTS, "AlreadyExists"),
             (
                 TENURE_ERR_CONTAINER_ALREADY_EXISTS,

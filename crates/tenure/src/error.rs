@@ -63,6 +63,7 @@ error_codes! {
     InvalidArgument = 400, 101, "a bad argument (named, with why); nothing changed";
     NotFound = 404, 200, "the item does not exist (or has expired)";
     ContainerNotFound = 404, 201, "the container does not exist";
+    Compacted = 410, 202, "the change-feed position is older than the retained history; resume from the oldest available version";
     AlreadyExists = 409, 300, "create-only write of an item that exists";
     ContainerAlreadyExists = 409, 301, "a container of that name exists";
     LeaseAlreadyPresent = 409, 302, "the item or container is leased (or locked) by someone else";
@@ -146,6 +147,12 @@ pub enum Error {
         operation: &'static str,
         source: Arc<std::io::Error>,
     },
+    /// The change-feed position `since` is older than the history the store keeps: changes
+    /// before `oldest_available` were compacted away.
+    Compacted {
+        since: crate::types::Version,
+        oldest_available: crate::types::Version,
+    },
     /// The store was closed.
     Closed,
     /// The handle was opened in another process and reached this one through `fork()`: a
@@ -162,6 +169,7 @@ impl Error {
             Error::StoreLocked { .. } => ErrorCode::StoreLocked,
             Error::Corruption { .. } => ErrorCode::Corruption,
             Error::Io { .. } => ErrorCode::Io,
+            Error::Compacted { .. } => ErrorCode::Compacted,
             Error::Closed => ErrorCode::Closed,
             Error::UsedAfterFork { .. } => ErrorCode::UsedAfterFork,
         }
@@ -261,6 +269,15 @@ impl fmt::Display for Error {
                 "Io: {operation} {} failed: {source} (errno {})",
                 path.display(),
                 source.raw_os_error().unwrap_or(0)
+            ),
+            Error::Compacted {
+                since,
+                oldest_available,
+            } => write!(
+                formatter,
+                "Compacted (410): changes after version {since} were compacted away; the oldest \
+                 available version is {oldest_available} (resume from {})",
+                oldest_available - 1
             ),
             Error::Closed => formatter.write_str("Closed: the store was closed"),
             Error::UsedAfterFork { opened_by_pid } => write!(

@@ -241,12 +241,12 @@ fn asking_for_versions_compaction_removed_names_the_oldest_available() {
     }
     assert!(store.compact().unwrap().segments_removed > 0);
     let error = store.changes(0, &ChangesOptions::default()).unwrap_err();
-    assert_eq!(error.code(), ErrorCode::InvalidArgument);
+    assert_eq!(error.code(), ErrorCode::Compacted);
+    assert_eq!(error.status(), 410);
     assert!(
         error.to_string().contains("oldest available version"),
         "{error}"
     );
-    assert!(error.to_string().contains("since_version"), "{error}");
 }
 
 #[test]

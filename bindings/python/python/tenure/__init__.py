@@ -84,6 +84,7 @@ __all__ = [
     "Closed",
     "UsedAfterFork",
     "Busy",
+    "Compacted",
     "ERROR_CODES",
 ]
 
@@ -324,6 +325,15 @@ class Closed(TenureError):
     status = 500
 
 
+class Compacted(TenureError):
+    """410: the change-feed position is older than the history the store keeps (compacted
+    away); the message names the oldest available version. Resume from there, or re-read the
+    current state."""
+
+    code = "Compacted"
+    status = 410
+
+
 class Busy(TenureError):
     """503: the write gave up after too many concurrent writes to the same keys (the engine's
     retries are bounded); nothing changed. Try again, perhaps after a pause."""
@@ -376,6 +386,7 @@ ERROR_CODES: Dict[str, Type[TenureError]] = {
         Closed,
         UsedAfterFork,
         Busy,
+        Compacted,
     )
 }
 

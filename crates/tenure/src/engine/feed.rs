@@ -102,13 +102,10 @@ impl Engine {
         let (_, oldest) = self.log.feed_start(since);
         if let (true, Some(oldest)) = (self.log.first_slot() > 0, oldest) {
             if since + 1 < oldest {
-                return Err(Error::invalid(
-                    "since_version",
-                    format!(
-                        "changes before version {oldest} were compacted away; the oldest available version is {oldest} (resume from {})",
-                        oldest - 1
-                    ),
-                ));
+                return Err(Error::Compacted {
+                    since,
+                    oldest_available: oldest,
+                });
             }
         }
         Ok(())
