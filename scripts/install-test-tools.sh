@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs and the machine lacks: cbindgen (the C header is diffed
 # against it), cargo-deny (licenses, bans, sources), cargo-fuzz (the fuzz targets), clippy and
-# rustfmt, valgrind (the C programs), redis-server and memcached (the comparison's lease rows).
+# rustfmt, valgrind and clang (the C programs), redis-server and memcached (the comparison's
+# lease rows).
 # Idempotent: a tool at the pinned version is left alone. scripts/test-all.sh runs it first.
 set -euo pipefail
 
@@ -33,6 +34,8 @@ command -v valgrind >/dev/null 2>&1 || missing_packages+=(valgrind)
 command -v redis-server >/dev/null 2>&1 || missing_packages+=(redis-server)
 command -v memcached >/dev/null 2>&1 || missing_packages+=(memcached)
 command -v pkg-config >/dev/null 2>&1 || missing_packages+=(pkg-config)
+# clang: the C programs and the C++ wrapper are also compiled with it.
+command -v clang >/dev/null 2>&1 || missing_packages+=(clang)
 if [ "${#missing_packages[@]}" -gt 0 ]; then
   echo "installing ${missing_packages[*]} (Debian packages)"
   sudo_prefix=()
