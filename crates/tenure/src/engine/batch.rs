@@ -17,25 +17,25 @@ use std::sync::Arc;
 use crossbeam_epoch::Shared;
 
 use crate::backend::batch::{BatchOperations, Operation};
+use crate::clock::Timestamp;
+use crate::engine::checks::{check_write, written_version};
 use crate::engine::core::{facts_of, Engine};
-use crate::engine::write::coordination_after_write;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::catalog::Incarnation;
 use crate::index::plain;
 use crate::index::point_index::HintCell;
-use crate::index::Properties;
 use crate::index::{
-    coordination_box, index_key, node_of, view, ItemSlot, NewVersion, ValueLocation, VersionNode,
-    VersionRef, COMMITTED, PENDING,
+    index_key, node_of, view, ItemSlot, NewVersion, ValueLocation, VersionNode, VersionRef,
+    COMMITTED, PENDING,
 };
 use crate::log::record::HEADER_BYTES;
 use crate::log::Durability;
+use crate::log::{LogReader, Reservation};
 use crate::record::Coordination;
 use crate::record::{self, ItemWrite};
-use crate::rules::conditions::{self, ItemFacts, WriteKind};
+use crate::rules::conditions::{ItemFacts, WriteKind};
 use crate::rules::ttl;
 use crate::rules::validate;
-use crate::rules::with_current_etag;
 use crate::types::{ETag, Version};
 
 /// A batch attempt that keeps meeting concurrent writers gives up after this many tries.
@@ -184,24 +184,61 @@ impl Engine {
 
     /// One try. `Ok(None)`: a head moved under us; try again.
     fn attempt_batch(&self, batch: &BatchOperations) -> Result<Option<Version>> {
-        let store = self;
         let guard = crossbeam_epoch::pin();
-        let mut fields = store.log.reader(&guard);
-        let now = store.now();
-        // The keys the batch touches, in the order it first touches them, and where each one
-        // is in `touched`. Keyed by borrowed (container id, key): no key is copied.
-        let mut touched: Vec<Touched<'_>> = Vec::with_capacity(batch.operations().len());
+        let now = self.now();
+        let touched = self.evaluate_batch(batch, now, &guard)?;
+        let writes = batch_writes(batch, &touched, now);
+        let (reservation, value_offsets) = self.reserve_batch_record(&writes)?;
+        let version = reservation.version();
+        let record_start = reservation.location() + HEADER_BYTES as u64;
+        let values = writes.iter().zip(&value_offsets).map(|(write, &offset)| {
+            write
+                .value
+                .map(|value| ValueLocation::new(record_start + offset as u64, value.len() as u32))
+        });
+        let Some(installed) =
+            self.install_pending(&touched, &writes, values, (version, now), &guard)
+        else {
+            reservation.abort();
+            return Ok(None);
+        };
+        self.resolve_pending(&installed, &guard);
+        reservation.commit()?;
+        for installed in &installed {
+            let Installed { entry, head, .. } = installed;
+            if entry.incarnation.deleted_version.load(Ordering::Acquire) < version {
+                return Err(Error::rejected(ErrorCode::ContainerNotFound));
+            }
+            if installed.written && !installed.plain {
+                self.maybe_prune(&entry.slot, *head, &guard);
+            }
+        }
+        Ok(Some(version))
+    }
+
+    /// Evaluates every operation in order against the keys' heads plus what the operations
+    /// before it wrote: the checks of docs/spec.md §3 (`checks.rs`), as a single write makes
+    /// them. Returns the keys the batch touches, in the order it first touches them.
+    fn evaluate_batch<'g>(
+        &self,
+        batch: &BatchOperations,
+        now: Timestamp,
+        guard: &'g crossbeam_epoch::Guard,
+    ) -> Result<Vec<Touched<'g>>> {
+        let operations = batch.operations();
+        let mut fields = self.log.reader(guard);
+        let mut touched: Vec<Touched<'g>> = Vec::with_capacity(operations.len());
+        // Where each key is in `touched`, keyed by borrowed (container id, key): nothing copied.
         let mut positions: HashMap<(u64, &[u8]), usize, foldhash::fast::RandomState> =
-            HashMap::with_capacity_and_hasher(batch.operations().len(), Default::default());
+            HashMap::with_capacity_and_hasher(operations.len(), Default::default());
         // Consecutive operations mostly name the same container: look it up once for them.
         let mut last_container: Option<(&str, Arc<Incarnation>)> = None;
-        // Evaluate every operation in order against heads plus the overlay.
-        for (index, operation) in batch.operations().iter().enumerate() {
+        for (index, operation) in operations.iter().enumerate() {
             let (container, key) = operation.target(batch.bytes());
             let incarnation = match &last_container {
                 Some((name, incarnation)) if *name == container => Arc::clone(incarnation),
                 _ => {
-                    let incarnation = store.catalog.live(container).ok_or_else(|| {
+                    let incarnation = self.catalog.live(container).ok_or_else(|| {
                         Self::failed(batch, index, Error::rejected(ErrorCode::ContainerNotFound))
                     })?;
                     last_container = Some((container, Arc::clone(&incarnation)));
@@ -211,102 +248,97 @@ impl Engine {
             let position = match positions.entry((incarnation.id, key)) {
                 Entry::Occupied(occupied) => *occupied.get(),
                 Entry::Vacant(vacant) => {
-                    let index_key = index_key(incarnation.id, key);
-                    let (slot, hint_cell) =
-                        store.index.get_or_insert_with_hint_cell(&index_key, &guard);
-                    let head = slot.settled_head(&guard);
-                    let head_version = view(head, &mut fields)?;
-                    let facts = head_version
-                        .as_deref()
-                        .filter(|node| node.is_live_at(now))
-                        .map(facts_of);
-                    let coordination = head_version
-                        .as_deref()
-                        .and_then(|node| node.coordination().cloned())
-                        .unwrap_or_default();
-                    touched.push(Touched {
-                        slot,
-                        hint_cell,
-                        incarnation,
-                        head,
-                        head_version,
-                        existed_before: facts.is_some(),
-                        seen: Seen::Stored(facts),
-                        coordination,
-                        final_write: None,
-                    });
+                    touched.push(self.touch(incarnation, key, now, &mut fields, guard)?);
                     *vacant.insert(touched.len() - 1)
                 }
             };
             let entry = &mut touched[position];
-            let facts = entry.seen.facts();
-            let (kind, options) = match operation {
-                Operation::Write { kind, options, .. } => (*kind, options),
-                Operation::Check { options, .. } => (WriteKind::Check, options),
-            };
-            let conditions = &options.conditions;
-            let etag = facts
-                .map(|facts| facts.etag)
-                .filter(|etag| etag.version() != Version::MAX);
-            let coordination = conditions::check_write_existence(kind, conditions, facts.as_ref())
-                .and_then(|()| {
-                    coordination_after_write(
-                        &entry.coordination,
-                        facts.is_some(),
-                        kind,
-                        options,
-                        now,
-                    )
-                    .map_err(|error| with_current_etag(error, etag))
-                })
-                .and_then(|coordination| {
-                    conditions::check_write_conditions(kind, conditions, facts.as_ref())
-                        .map(|()| coordination)
-                })
-                .map_err(|error| {
-                    let judged_against = entry.head_version.as_deref();
-                    Self::failed(batch, index, store.settle_refusal(judged_against, error))
-                })?;
-            entry.coordination = coordination;
-            if let Operation::Write { value, .. } = operation {
-                entry.seen = Seen::Written {
-                    exists: value.is_some(),
-                    last_modified: now,
-                };
+            self.apply_operation(entry, operation, now)
+                .map_err(|error| Self::failed(batch, index, error))?;
+            if let Operation::Write { .. } = operation {
                 entry.final_write = Some(index);
             }
         }
-        // One record for the whole batch.
-        let mut writes = Vec::new();
-        for entry in &touched {
-            if let Some(index) = entry.final_write {
-                let Operation::Write {
-                    key,
-                    value,
-                    options,
-                    ..
-                } = &batch.operations()[index]
-                else {
-                    unreachable!("final writes are writes")
-                };
-                let value = value.map(|value| value.of(batch.bytes()));
-                writes.push(ItemWrite {
-                    container_id: entry.incarnation.id,
-                    key: key.of(batch.bytes()),
-                    value,
-                    last_modified: now,
-                    expires_at: value.and_then(|_| {
-                        ttl::expires_at(now, options.ttl, entry.incarnation.default_ttl_seconds)
-                    }),
-                    content_type: options.content_type.as_deref(),
-                    metadata: &options.metadata,
-                    etag_version: 0,
-                    created: !entry.existed_before && value.is_some(),
-                    expired: false,
-                    coordination: Some(&entry.coordination),
-                });
-            }
+        Ok(touched)
+    }
+
+    /// The state of a key the batch touches first.
+    fn touch<'g>(
+        &self,
+        incarnation: Arc<Incarnation>,
+        key: &[u8],
+        now: Timestamp,
+        fields: &mut LogReader<'_, 'g>,
+        guard: &'g crossbeam_epoch::Guard,
+    ) -> Result<Touched<'g>> {
+        let (slot, hint_cell) = self
+            .index
+            .get_or_insert_with_hint_cell(&index_key(incarnation.id, key), guard);
+        let head = slot.settled_head(guard);
+        let head_version = view(head, fields)?;
+        let facts = head_version
+            .as_deref()
+            .filter(|node| node.is_live_at(now))
+            .map(facts_of);
+        let coordination = head_version
+            .as_deref()
+            .and_then(|node| node.coordination().cloned())
+            .unwrap_or_default();
+        Ok(Touched {
+            slot,
+            hint_cell,
+            incarnation,
+            head,
+            head_version,
+            existed_before: facts.is_some(),
+            seen: Seen::Stored(facts),
+            coordination,
+            final_write: None,
+        })
+    }
+
+    /// One operation's checks against its key as the batch has it so far, and the key's state
+    /// after it.
+    fn apply_operation(
+        &self,
+        entry: &mut Touched<'_>,
+        operation: &Operation,
+        now: Timestamp,
+    ) -> Result<()> {
+        let facts = entry.seen.facts();
+        let (kind, options) = match operation {
+            Operation::Write { kind, options, .. } => (*kind, options),
+            Operation::Check { options, .. } => (WriteKind::Check, options),
+        };
+        // An item written earlier in the batch has no ETag a caller knows yet.
+        let current_etag = facts
+            .map(|facts| facts.etag)
+            .filter(|etag| etag.version() != Version::MAX);
+        let coordination = check_write(
+            kind,
+            options,
+            facts.as_ref(),
+            current_etag,
+            &entry.coordination,
+            now,
+        )
+        .map_err(|refusal| self.settle_refusal(entry.head_version.as_deref(), refusal))?;
+        entry.coordination = coordination;
+        if let Operation::Write { value, .. } = operation {
+            entry.seen = Seen::Written {
+                exists: value.is_some(),
+                last_modified: now,
+            };
         }
+        Ok(())
+    }
+
+    /// Reserves one record for the whole batch and encodes it; returns where each write's
+    /// value starts in the payload.
+    fn reserve_batch_record(
+        &self,
+        writes: &[ItemWrite<'_>],
+    ) -> Result<(Reservation<'_>, Vec<usize>)> {
         let mut value_offsets = Vec::with_capacity(writes.len());
         let reservation = record::with_record_scratch(|payload| {
             // Sized exactly up front: a large batch's payload is never copied to grow it.
@@ -314,11 +346,11 @@ impl Engine {
             payload.reserve(payload_bytes);
             payload.push(record::OP_BATCH);
             payload.extend_from_slice(&(writes.len() as u32).to_le_bytes());
-            for write in &writes {
+            for write in writes {
                 value_offsets.push(record::encode_item_write(payload, write));
             }
             debug_assert_eq!(payload.len(), payload_bytes);
-            let mut reservation = store.log.reserve(payload.len())?;
+            let mut reservation = self.log.reserve(payload.len())?;
             // Each entry says the batch's version, so a plain head can name it (`plain.rs`).
             for (write, &value_offset) in writes.iter().zip(&value_offsets) {
                 plain::patch_version(payload, value_offset, write, reservation.version());
@@ -326,109 +358,141 @@ impl Engine {
             reservation.write_payload(payload)?;
             Ok::<_, Error>(reservation)
         })?;
-        let version = reservation.version();
-        let record_start = reservation.location() + HEADER_BYTES as u64;
-        // Install pending versions: the written state, or a placeholder on checked-only keys.
-        // A new key's version whose entry says all of it goes in as a pending plain head
-        // (`plain.rs`), with no node; the others as pending nodes.
-        let buffered = store.log.durability() == Durability::Buffered;
-        let mut installed: Vec<Installed<'_, '_>> = Vec::new();
-        let mut write_at = 0;
-        let mut moved = false;
-        for entry in &touched {
-            let mut plain = false;
-            let node = match entry.final_write {
+        Ok((reservation, value_offsets))
+    }
+
+    /// Installs a pending version on every key the batch touches: the written state, or a
+    /// placeholder on keys it only checks. A new key's version whose entry says all of it
+    /// goes in as a pending plain head (`plain.rs`), with no node. `None` when a head moved:
+    /// what was installed is taken back.
+    fn install_pending<'t, 'g>(
+        &self,
+        touched: &'t [Touched<'g>],
+        writes: &[ItemWrite<'_>],
+        mut values: impl Iterator<Item = Option<ValueLocation>>,
+        (version, now): (Version, Timestamp),
+        guard: &'g crossbeam_epoch::Guard,
+    ) -> Option<Vec<Installed<'t, 'g>>> {
+        let buffered = self.log.durability() == Durability::Buffered;
+        let mut writes = writes.iter();
+        let mut installed: Vec<Installed<'t, 'g>> = Vec::with_capacity(touched.len());
+        for entry in touched {
+            let (node, plain) = match entry.final_write {
                 Some(_) => {
-                    let write = &writes[write_at];
-                    let offset = value_offsets[write_at];
-                    write_at += 1;
-                    plain = buffered
+                    let write = writes.next().expect("one write per written key");
+                    let value = values.next().expect("one value location per write");
+                    let plain = buffered
                         && entry.head.is_null()
                         && write.value.is_some()
                         && plain::is_plain_write(write);
-                    VersionNode::new(NewVersion {
-                        version,
-                        etag_version: version,
-                        status: PENDING,
-                        value: write.value.map(|value| {
-                            ValueLocation::new(record_start + offset as u64, value.len() as u32)
-                        }),
-                        last_modified: now,
-                        expires_at: write.expires_at,
-                        properties: Properties::boxed(write.content_type, write.metadata.to_vec()),
-                        coordination: coordination_box(entry.coordination.clone()),
-                    })
+                    (written_version(write, version, PENDING, value), plain)
                 }
-                None => VersionNode::new(NewVersion {
-                    version,
-                    etag_version: version,
-                    status: PENDING,
-                    value: None,
-                    last_modified: now,
-                    expires_at: None,
-                    properties: None,
-                    coordination: None,
-                }),
+                None => (placeholder_version(version, now), false),
             };
-            store.index.note_expiry(node.expires_at());
+            self.index.note_expiry(node.expires_at());
             let value = node.value();
             let result = match value {
                 Some(location) if plain => {
                     entry
                         .slot
-                        .install_plain(entry.head, location.offset(), true, &guard)
+                        .install_plain(entry.head, location.offset(), true, guard)
                 }
-                _ => entry.slot.install(entry.head, node, &guard),
+                _ => entry.slot.install(entry.head, node, guard),
             };
-            match result {
-                Ok(head) => installed.push(Installed {
-                    entry,
-                    head,
-                    written: entry.final_write.is_some(),
-                    plain,
-                    value,
-                }),
-                Err(_) => {
-                    moved = true;
-                    break;
+            let Ok(head) = result else {
+                for installed in installed {
+                    installed.take_back(guard);
                 }
-            }
+                return None;
+            };
+            installed.push(Installed {
+                entry,
+                head,
+                written: entry.final_write.is_some(),
+                plain,
+                value,
+            });
         }
-        if moved {
-            for installed in installed {
-                installed.take_back(&guard);
-            }
-            reservation.abort();
-            return Ok(None);
-        }
-        for installed in &installed {
+        debug_assert!(writes.next().is_none(), "every write was installed");
+        Some(installed)
+    }
+
+    /// Settles the pending versions once every key took one: written versions commit (their
+    /// record's commit then makes them visible), placeholders go.
+    fn resolve_pending(&self, installed: &[Installed<'_, '_>], guard: &crossbeam_epoch::Guard) {
+        for installed in installed {
             let Installed { entry, head, .. } = installed;
             if installed.plain {
-                entry.slot.resolve_pending_plain(*head, true, &guard);
+                entry.slot.resolve_pending_plain(*head, true, guard);
             } else if installed.written {
                 let node = node_of(*head).expect("our own node, alive under `guard`");
+                debug_assert_eq!(node.status.load(Ordering::Acquire), PENDING);
                 node.status.store(COMMITTED, Ordering::Release);
             } else {
-                entry.slot.uninstall(*head, &guard);
+                entry.slot.uninstall(*head, guard);
             }
             if let (true, Some(location)) = (installed.written, installed.value) {
-                store.index.note_value_location(
+                self.index.note_value_location(
                     entry.slot.index_key(),
                     Some(entry.hint_cell),
                     location,
                 );
             }
         }
-        reservation.commit()?;
-        for installed in &installed {
-            let Installed { entry, head, .. } = installed;
-            if entry.incarnation.deleted_version.load(Ordering::Acquire) < version {
-                return Err(Error::rejected(ErrorCode::ContainerNotFound));
-            }
-            if installed.written && !installed.plain {
-                store.maybe_prune(&entry.slot, *head, &guard);
-            }
-        }
-        Ok(Some(version))
     }
+}
+
+/// The batch's item writes, one per written key (its last write), in the order of `touched`.
+fn batch_writes<'b>(
+    batch: &'b BatchOperations,
+    touched: &'b [Touched<'_>],
+    now: Timestamp,
+) -> Vec<ItemWrite<'b>> {
+    let mut writes = Vec::new();
+    for entry in touched {
+        let Some(index) = entry.final_write else {
+            continue;
+        };
+        let Operation::Write {
+            key,
+            value,
+            options,
+            ..
+        } = &batch.operations()[index]
+        else {
+            unreachable!("final writes are writes")
+        };
+        let value = value.map(|value| value.of(batch.bytes()));
+        writes.push(ItemWrite {
+            container_id: entry.incarnation.id,
+            key: key.of(batch.bytes()),
+            value,
+            last_modified: now,
+            expires_at: value.and_then(|_| {
+                ttl::expires_at(now, options.ttl, entry.incarnation.default_ttl_seconds)
+            }),
+            content_type: options.content_type.as_deref(),
+            metadata: &options.metadata,
+            etag_version: 0,
+            created: !entry.existed_before && value.is_some(),
+            expired: false,
+            coordination: Some(&entry.coordination),
+        });
+    }
+    writes
+}
+
+/// The pending version a batch holds on a key it only checks, so no write lands on the key
+/// between its checks and its commit.
+fn placeholder_version(version: Version, now: Timestamp) -> VersionNode {
+    VersionNode::new(NewVersion {
+        version,
+        etag_version: version,
+        status: PENDING,
+        value: None,
+        last_modified: now,
+        expires_at: None,
+        properties: None,
+        coordination: None,
+    })
 }

@@ -2,6 +2,7 @@
 //! items is in `write.rs`, batches in `batch.rs`.
 
 pub(crate) mod batch;
+pub(crate) mod checks;
 pub(crate) mod compaction;
 pub(crate) mod containers;
 pub(crate) mod coordination;

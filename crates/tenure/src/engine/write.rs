@@ -7,93 +7,47 @@ use crossbeam_epoch::Shared;
 use rand::Rng;
 
 use crate::backend::options::{Item, ReadOptions, WriteOptions};
+use crate::engine::checks::{check_write, written_version};
 use crate::engine::core::{facts_of, Engine};
 use crate::error::{Error, ErrorCode, Result};
+use crate::index::catalog::Incarnation;
 use crate::index::plain;
-use crate::index::Properties;
-use crate::index::{
-    coordination_box, index_key, node_of, view, ItemSlot, NewVersion, ValueLocation, VersionNode,
-    COMMITTED,
-};
+use crate::index::point_index::HintCell;
+use crate::index::{index_key, node_of, view, ItemSlot, ValueLocation, VersionNode, COMMITTED};
 use crate::log::record::HEADER_BYTES;
 use crate::log::Durability;
-use crate::record::Coordination;
+use crate::log::Reservation;
 use crate::record::{self, ItemWrite};
 use crate::rules::conditions::{self, Conditions, WriteKind};
-use crate::rules::lease::{self, Access, LeaseEffect};
-use crate::rules::lock::{self, LockEffect};
 use crate::rules::ttl;
 use crate::rules::validate;
-use crate::rules::with_current_etag;
 use crate::types::{ETag, Version};
 
 /// A writer that keeps losing the compare-and-swap to other writers gives up after this many
 /// attempts (each loss means another write succeeded, so the store as a whole progresses).
 pub(crate) const MAX_INSTALL_ATTEMPTS: usize = 100_000;
 
-/// Step 4 of a write (docs/spec.md §3, §4, §6): the lease check, then the lock check, and the
-/// coordination state the written version carries. A lease survives a write made with its id
-/// and is cleared by a write without an id once Expired or Broken; deleting the item drops it.
-/// Every data write releases the item's lock (with its handle, or a plain write replacing it).
-pub(crate) fn coordination_after_write(
-    state: &Coordination,
-    item_present: bool,
-    kind: WriteKind,
-    options: &WriteOptions,
-    now: crate::clock::Timestamp,
-) -> Result<Coordination> {
-    // Nothing to check and nothing to carry: no lease or lock on the item (a plain head has
-    // none), and the write names neither. The rules below give the same.
-    if state.is_empty() && options.lease_id.is_none() && options.lock_handle.is_none() {
-        return Ok(Coordination::default());
-    }
-    // The lease of a deleted or expired item went with it.
-    let lease_record = state.lease.as_ref().filter(|_| item_present);
-    let lease_effect = if kind == WriteKind::Check && options.lease_id.is_none() {
-        LeaseEffect::Keep
-    } else {
-        lease::check_lease_for_item_operation(lease_record, now, options.lease_id, Access::Write)?
-    };
-    // A key force-locked while absent keeps its lock on a node without a value.
-    let key = lock::KeyFacts {
-        item_present,
-        lock: state.lock.as_ref(),
-        now,
-    };
-    let lock_effect = match (options.lock_handle, kind) {
-        (Some(handle), WriteKind::Delete) => lock::delete_with_handle(key, handle)?,
-        (Some(handle), WriteKind::Check) => {
-            lock::check_lock_for_read(key)?;
-            match lock::live_lock(key.lock, now) {
-                Some(live) if live.handle == handle => LockEffect::Keep,
-                Some(_) => return Err(Error::rejected(ErrorCode::InvalidLockHandle)),
-                None => return Err(Error::rejected(ErrorCode::ObjectNotLocked)),
-            }
-        }
-        (Some(handle), _) => lock::put_and_unlock(key, handle)?,
-        (None, WriteKind::Check) => LockEffect::Keep,
-        // A plain write is never refused by a lock: it replaces the item and ends the lock.
-        (None, _) => lock::plain_write(key),
-    };
-    if kind == WriteKind::Check {
-        return Ok(state.clone());
-    }
-    let lease = match (kind, lease_effect) {
-        (WriteKind::Delete, _) | (_, LeaseEffect::Clear) => None,
-        (_, LeaseEffect::Keep) => lease_record.cloned(),
-    };
-    let lock = match lock_effect {
-        LockEffect::Keep => state.lock,
-        LockEffect::Release => None,
-    };
-    Ok(Coordination { lease, lock })
-}
-
 /// What a successful write wrote (a delete writes nothing that a caller reads back).
 pub(crate) struct Written {
     pub(crate) version: Version,
     pub(crate) last_modified: crate::clock::Timestamp,
     pub(crate) expires_at: Option<crate::clock::Timestamp>,
+}
+
+/// The key a write goes to, found once for all its attempts.
+struct WriteTarget<'a, 'g> {
+    incarnation: &'a Incarnation,
+    key: &'a [u8],
+    key_bytes: &'a [u8],
+    slot: &'a ItemSlot,
+    hint_cell: HintCell<'g>,
+}
+
+/// How one attempt at a write ended.
+enum Attempt {
+    Done(Option<Written>),
+    /// Another write moved the head first: check again against the new one.
+    HeadMoved,
 }
 
 /// What a write does to the item.
@@ -255,7 +209,8 @@ impl Engine {
         Err(last_conflict.expect("at least one attempt ran"))
     }
 
-    /// The common write path. Returns the new version, or `None` for a delete.
+    /// The write path of every item write but a batch's (`batch.rs` shares its checks and
+    /// version builder, `checks.rs`). Returns the new version, or `None` for a delete.
     pub(crate) fn write_item(
         &self,
         container: &str,
@@ -266,14 +221,7 @@ impl Engine {
     ) -> Result<Option<Written>> {
         // 1. arguments
         self.check_open()?;
-        validate::container_name(container)?;
-        validate::key(key, &self.limits)?;
-        if let Change::Value(value) = change {
-            validate::value(value, &self.limits)?;
-        }
-        validate::metadata(&options.metadata, &self.limits)?;
-        validate::content_type(options.content_type.as_deref(), &self.limits)?;
-        options.ttl.validate()?;
+        self.validate_write(container, key, change, options)?;
         // 2. container
         let incarnation = self
             .catalog
@@ -286,165 +234,204 @@ impl Engine {
             conditions::check_write_existence(kind, &options.conditions, None)?;
             return Err(Error::rejected(ErrorCode::NotFound));
         };
+        let target = WriteTarget {
+            incarnation: &incarnation,
+            key,
+            key_bytes: &key_bytes,
+            slot: &slot,
+            hint_cell,
+        };
         for _ in 0..MAX_INSTALL_ATTEMPTS {
-            let now = self.now();
-            let head = slot.settled_head(&guard);
-            let head_version = view(head, &mut self.log.reader(&guard))?;
-            let head_node = head_version.as_deref();
-            let current = head_node.filter(|node| node.is_live_at(now));
-            let facts = current.map(facts_of);
-            let state = head_node
-                .and_then(|node| node.coordination().cloned())
-                .unwrap_or_default();
-            // 3. existence, 4. lease and lock, 5. conditions
-            let checked =
-                conditions::check_write_existence(kind, &options.conditions, facts.as_ref())
-                    .and_then(|()| {
-                        coordination_after_write(&state, current.is_some(), kind, options, now)
-                            .map_err(|error| {
-                                with_current_etag(error, facts.map(|facts| facts.etag))
-                            })
-                    })
-                    .and_then(|coordination| {
-                        conditions::check_write_conditions(
-                            kind,
-                            &options.conditions,
-                            facts.as_ref(),
-                        )
-                        .map(|()| coordination)
-                    });
-            let coordination = match checked {
-                Ok(coordination) => coordination,
-                Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
-            };
-            // 6. the change, atomically with the checks: the CAS expects `head`.
-            // Properties are borrowed (from the options, or the current version under
-            // `guard`): only a version node, which few writes need, owns a copy.
-            let (value, content_type, metadata): (Option<&[u8]>, Option<&str>, &[_]) = match change
+            if let Attempt::Done(written) =
+                self.attempt_write(&target, kind, change, options, &guard)?
             {
-                Change::Value(value) => (
-                    Some(value),
-                    options.content_type.as_deref(),
-                    &options.metadata,
-                ),
-                Change::Delete => (None, None, &[]),
-                Change::Properties | Change::Metadata => {
-                    let node = current.expect("existence was checked");
-                    // Borrowed from the log under `guard`, which outlives this write.
-                    let value = match node.value() {
-                        Some(location) => {
-                            // The newest version may not be acknowledged yet, and in a `sync`
-                            // store its record reaches the mapping only with its group's
-                            // sync (log/staging.rs): wait for it, as a read would.
-                            if node.version > self.version() {
-                                self.log.wait(node.version)?;
-                            }
-                            self.value_bytes(location, &guard)?
-                        }
-                        None => &[],
-                    };
-                    let content_type = match change {
-                        Change::Metadata => node
-                            .properties()
-                            .and_then(|properties| properties.content_type.as_deref()),
-                        _ => options.content_type.as_deref(),
-                    };
-                    (Some(value), content_type, &options.metadata)
-                }
-            };
-            let expires_at = value
-                .as_ref()
-                .and_then(|_| ttl::expires_at(now, options.ttl, incarnation.default_ttl_seconds));
-            let write = ItemWrite {
-                container_id: incarnation.id,
-                key,
-                value,
-                last_modified: now,
-                expires_at,
-                content_type,
-                metadata,
-                etag_version: 0,
-                created: current.is_none() && value.is_some(),
-                expired: false,
-                coordination: Some(&coordination),
-            };
-            let mut reservation = self.log.reserve(1 + record::item_write_size(&write))?;
-            let version = reservation.version();
-            // Encoded in place, into the mapping in a `buffered` store.
-            let value_offset = reservation.write_payload_with(|payload| {
-                let mut out = record::PayloadWriter::new(payload);
-                record::Sink::push(&mut out, record::OP_ITEM_WRITE);
-                let value_offset = record::encode_item_write(&mut out, &write);
-                let payload = out.finish();
-                // The entry says its own version, so a plain head can name it (`plain.rs`).
-                plain::patch_version(payload, value_offset, &write, version);
-                value_offset
-            })?;
-            let value_location = value.map(|value| {
-                ValueLocation::new(
-                    reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
-                    value.len() as u32,
-                )
-            });
-            // A version whose entry says all of it, when the mapping already holds the entry,
-            // is a plain head: no node (`plain.rs`). It goes over nothing, or replaces the
-            // head and its chain outright while no snapshot is open (checked after the
-            // reservation).
-            let plain_offset = value_location
-                .filter(|_| {
-                    self.log.durability() == Durability::Buffered
-                        && plain::is_plain_write(&write)
-                        && (head.is_null() || self.may_replace_head())
-                })
-                .map(|location| location.offset());
-            self.index.note_expiry(expires_at);
-            let installed = match plain_offset {
-                Some(offset) => slot.install_plain(head, offset, false, &guard),
-                None => {
-                    let node = VersionNode::new(NewVersion {
-                        version,
-                        etag_version: version,
-                        status: COMMITTED,
-                        value: value_location,
-                        last_modified: now,
-                        expires_at,
-                        properties: Properties::boxed(content_type, metadata.to_vec()),
-                        coordination: coordination_box(coordination),
-                    });
-                    slot.install(head, node, &guard)
-                }
-            };
-            match installed {
-                Ok(installed) => {
-                    if let Some(location) = value_location {
-                        self.index
-                            .note_value_location(&key_bytes, Some(hint_cell), location);
-                    }
-                    reservation.commit()?;
-                    // A container deleted before this write (earlier in the log) took it along.
-                    if incarnation.deleted_version.load(Ordering::Acquire) < version {
-                        return Err(Error::rejected(ErrorCode::ContainerNotFound));
-                    }
-                    self.maybe_prune(&slot, installed, &guard);
-                    // A delete drops the lease; a write may clear an Expired or Broken one.
-                    self.lease_waiters.notify();
-                    return Ok(match change {
-                        Change::Delete => None,
-                        _ => Some(Written {
-                            version,
-                            last_modified: now,
-                            expires_at,
-                        }),
-                    });
-                }
-                Err(_) => {
-                    // Someone else's write landed first: give the record up and re-check.
-                    reservation.abort();
-                }
+                return Ok(written);
             }
         }
         // Concurrent writers kept moving the key's head: nothing was written.
         Err(Error::rejected(ErrorCode::Busy))
+    }
+
+    /// Step 1 of a write: its arguments, before anything is looked up.
+    fn validate_write(
+        &self,
+        container: &str,
+        key: &[u8],
+        change: Change<'_>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        validate::container_name(container)?;
+        validate::key(key, &self.limits)?;
+        if let Change::Value(value) = change {
+            validate::value(value, &self.limits)?;
+        }
+        validate::metadata(&options.metadata, &self.limits)?;
+        validate::content_type(options.content_type.as_deref(), &self.limits)?;
+        options.ttl.validate()?;
+        Ok(())
+    }
+
+    /// Steps 3 to 6 against the key's head as it is now: the checks, then the record and the
+    /// compare-and-swap that installs its version, expecting that head.
+    fn attempt_write<'g>(
+        &self,
+        target: &WriteTarget<'_, 'g>,
+        kind: WriteKind,
+        change: Change<'_>,
+        options: &WriteOptions,
+        guard: &'g crossbeam_epoch::Guard,
+    ) -> Result<Attempt> {
+        let now = self.now();
+        let head = target.slot.settled_head(guard);
+        let head_version = view(head, &mut self.log.reader(guard))?;
+        let head_node = head_version.as_deref();
+        let current = head_node.filter(|node| node.is_live_at(now));
+        let facts = current.map(facts_of);
+        let state = head_node
+            .and_then(|node| node.coordination().cloned())
+            .unwrap_or_default();
+        let coordination = check_write(
+            kind,
+            options,
+            facts.as_ref(),
+            facts.map(|facts| facts.etag),
+            &state,
+            now,
+        )
+        .map_err(|refusal| self.settle_refusal(head_node, refusal))?;
+        // 6. the change, atomically with the checks: the CAS expects `head`.
+        let (value, content_type, metadata) =
+            self.written_content(change, options, current, guard)?;
+        let write = ItemWrite {
+            container_id: target.incarnation.id,
+            key: target.key,
+            value,
+            last_modified: now,
+            expires_at: value.and_then(|_| {
+                ttl::expires_at(now, options.ttl, target.incarnation.default_ttl_seconds)
+            }),
+            content_type,
+            metadata,
+            etag_version: 0,
+            created: current.is_none() && value.is_some(),
+            expired: false,
+            coordination: Some(&coordination),
+        };
+        let (reservation, value_location) = self.reserve_item_write(&write)?;
+        let version = reservation.version();
+        // A version whose entry says all of it, when the mapping already holds the entry,
+        // is a plain head: no node (`plain.rs`). It goes over nothing, or replaces the
+        // head and its chain outright while no snapshot is open (checked after the
+        // reservation).
+        let plain_offset = value_location
+            .filter(|_| {
+                self.log.durability() == Durability::Buffered
+                    && plain::is_plain_write(&write)
+                    && (head.is_null() || self.may_replace_head())
+            })
+            .map(|location| location.offset());
+        self.index.note_expiry(write.expires_at);
+        let installed = match plain_offset {
+            Some(offset) => target.slot.install_plain(head, offset, false, guard),
+            None => {
+                let node = written_version(&write, version, COMMITTED, value_location);
+                target.slot.install(head, node, guard)
+            }
+        };
+        let Ok(installed) = installed else {
+            // Someone else's write landed first: give the record up and re-check.
+            reservation.abort();
+            return Ok(Attempt::HeadMoved);
+        };
+        if let Some(location) = value_location {
+            self.index
+                .note_value_location(target.key_bytes, Some(target.hint_cell), location);
+        }
+        reservation.commit()?;
+        // A container deleted before this write (earlier in the log) took it along.
+        if target.incarnation.deleted_version.load(Ordering::Acquire) < version {
+            return Err(Error::rejected(ErrorCode::ContainerNotFound));
+        }
+        self.maybe_prune(target.slot, installed, guard);
+        // A delete drops the lease; a write may clear an Expired or Broken one.
+        self.lease_waiters.notify();
+        Ok(Attempt::Done(match change {
+            Change::Delete => None,
+            _ => Some(Written {
+                version,
+                last_modified: now,
+                expires_at: write.expires_at,
+            }),
+        }))
+    }
+
+    /// What a write writes: its value, content type and metadata. Properties are borrowed
+    /// (from the options, or the current version under `guard`): only a version node, which
+    /// few writes need, owns a copy.
+    fn written_content<'a>(
+        &self,
+        change: Change<'a>,
+        options: &'a WriteOptions,
+        current: Option<&'a VersionNode>,
+        guard: &'a crossbeam_epoch::Guard,
+    ) -> Result<(Option<&'a [u8]>, Option<&'a str>, &'a [(String, String)])> {
+        Ok(match change {
+            Change::Value(value) => (
+                Some(value),
+                options.content_type.as_deref(),
+                &options.metadata,
+            ),
+            Change::Delete => (None, None, &[]),
+            Change::Properties | Change::Metadata => {
+                let node = current.expect("existence was checked");
+                // Borrowed from the log under `guard`, which outlives this write.
+                let value = match node.value() {
+                    Some(location) => {
+                        // The newest version may not be acknowledged yet, and in a `sync`
+                        // store its record reaches the mapping only with its group's
+                        // sync (log/staging.rs): wait for it, as a read would.
+                        if node.version > self.version() {
+                            self.log.wait(node.version)?;
+                        }
+                        self.value_bytes(location, guard)?
+                    }
+                    None => &[],
+                };
+                let content_type = match change {
+                    Change::Metadata => node
+                        .properties()
+                        .and_then(|properties| properties.content_type.as_deref()),
+                    _ => options.content_type.as_deref(),
+                };
+                (Some(value), content_type, &options.metadata)
+            }
+        })
+    }
+
+    /// Reserves `write`'s record and encodes it in place (into the mapping, in a `buffered`
+    /// store). Returns the reservation and where the value landed in the log.
+    fn reserve_item_write(
+        &self,
+        write: &ItemWrite<'_>,
+    ) -> Result<(Reservation<'_>, Option<ValueLocation>)> {
+        let mut reservation = self.log.reserve(1 + record::item_write_size(write))?;
+        let version = reservation.version();
+        let value_offset = reservation.write_payload_with(|payload| {
+            let mut out = record::PayloadWriter::new(payload);
+            record::Sink::push(&mut out, record::OP_ITEM_WRITE);
+            let value_offset = record::encode_item_write(&mut out, write);
+            let payload = out.finish();
+            // The entry says its own version, so a plain head can name it (`plain.rs`).
+            plain::patch_version(payload, value_offset, write, version);
+            value_offset
+        })?;
+        let value_location = write.value.map(|value| {
+            ValueLocation::new(
+                reservation.location() + HEADER_BYTES as u64 + value_offset as u64,
+                value.len() as u32,
+            )
+        });
+        Ok((reservation, value_location))
     }
 
     /// A refusal judged against a version that is installed but not yet acknowledged (its

@@ -16,45 +16,37 @@ use super::{
     ValueLocation, VersionNode, COMMITTED,
 };
 use crate::clock::Timestamp;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::log::record::HEADER_BYTES;
+use crate::log::RecordBytes;
 use crate::record::{self, Coordination, DecodedRecord};
 use crate::types::Version;
 
 /// Applies one recovered record to the index (single-threaded, at open; `inspect` replays
 /// into a scratch index to check a log).
-pub(crate) fn replay_record(
+pub(crate) fn replay_record<'g>(
     index: &Index,
     catalog: &Catalog,
     now: Timestamp,
     version: Version,
     location: u64,
     payload: &[u8],
-    earlier: &mut impl PlainEntries,
+    earlier: &mut impl RecordBytes<'g>,
 ) -> Result<()> {
-    let corrupt = |reason: &str| {
-        Error::corruption(
-            "log",
+    // Damage names the segment file and the record's offset in it.
+    let corrupt = |earlier: &mut dyn RecordBytes<'g>, reason: &str| {
+        earlier.corruption(
             location,
-            format!("engine record at version {version}: {reason}"),
+            &format!("engine record at version {version}: {reason}"),
         )
     };
-    let record = record::decode(payload).map_err(corrupt)?;
-    // Writes check keys against the limit the store opened with, which is at most the
-    // slot's; a longer key in the log is damage (or a build without that bound).
-    let key_fits = |key: &[u8]| key.len() <= MAXIMUM_KEY_BYTES;
-    let keys_fit = match &record {
-        DecodedRecord::Items(items) => items.iter().all(|item| key_fits(item.write.key)),
-        DecodedRecord::RelocatedItems(items) => {
-            items.iter().all(|(_, item)| key_fits(item.write.key))
-        }
-        DecodedRecord::ItemCoordination { key, .. } => key_fits(key),
-        _ => true,
+    let record = match record::decode(payload) {
+        Ok(record) => record,
+        Err(reason) => return Err(corrupt(earlier, reason)),
     };
-    if !keys_fit {
-        return Err(corrupt(&format!(
-            "a key is longer than {MAXIMUM_KEY_BYTES} bytes"
-        )));
+    if !keys_fit(&record) {
+        let reason = format!("a key is longer than {MAXIMUM_KEY_BYTES} bytes");
+        return Err(corrupt(earlier, &reason));
     }
     match record {
         DecodedRecord::Items(items) => {
@@ -100,6 +92,39 @@ pub(crate) fn replay_record(
             coordination,
             earlier,
         )?,
+        container_record => {
+            if let Err(reason) = replay_container_record(catalog, container_record, version, now) {
+                return Err(corrupt(earlier, reason));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether every key of `record` fits a slot. Writes check keys against the limit the store
+/// opened with, which is at most the slot's; a longer key in the log is damage (or a build
+/// without that bound).
+fn keys_fit(record: &DecodedRecord<'_>) -> bool {
+    let key_fits = |key: &[u8]| key.len() <= MAXIMUM_KEY_BYTES;
+    match record {
+        DecodedRecord::Items(items) => items.iter().all(|item| key_fits(item.write.key)),
+        DecodedRecord::RelocatedItems(items) => {
+            items.iter().all(|(_, item)| key_fits(item.write.key))
+        }
+        DecodedRecord::ItemCoordination { key, .. } => key_fits(key),
+        _ => true,
+    }
+}
+
+/// A container's record (create, delete, metadata, lease, or its whole state copied forward
+/// by compaction) applied to the catalog.
+fn replay_container_record(
+    catalog: &Catalog,
+    record: DecodedRecord<'_>,
+    version: Version,
+    now: Timestamp,
+) -> std::result::Result<(), &'static str> {
+    match record {
         DecodedRecord::ContainerState {
             id,
             name,
@@ -141,7 +166,7 @@ pub(crate) fn replay_record(
             created_at,
         } => {
             if catalog.live(name).is_some() {
-                return Err(corrupt("container created twice"));
+                return Err("container created twice");
             }
             catalog.resolve(Arc::new(Incarnation {
                 id: version,
@@ -182,6 +207,11 @@ pub(crate) fn replay_record(
             if let Some(incarnation) = catalog.by_id(container_id) {
                 incarnation.state.lock().lease = lease.map(|lease| lease.clamped_after_reopen(now));
             }
+        }
+        DecodedRecord::Items(_)
+        | DecodedRecord::RelocatedItems(_)
+        | DecodedRecord::ItemCoordination { .. } => {
+            unreachable!("item records are replayed into the index")
         }
     }
     Ok(())
