@@ -290,6 +290,11 @@ typedef struct {
 
 #define TENURE_ERR_INVALID_ARGUMENT 101
 
+/*
+ The store was opened read-only (403).
+ */
+#define TENURE_ERR_READ_ONLY 102
+
 #define TENURE_ERR_NOT_FOUND 200
 
 #define TENURE_ERR_CONTAINER_NOT_FOUND 201

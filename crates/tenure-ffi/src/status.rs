@@ -7,9 +7,11 @@ pub type tenure_status = u32;
 
 pub const TENURE_OK: tenure_status = 0;
 
-// 1xx: 304 and 400.
+// 1xx: 304, 400 and 403.
 pub const TENURE_ERR_NOT_MODIFIED: tenure_status = 100;
 pub const TENURE_ERR_INVALID_ARGUMENT: tenure_status = 101;
+/// The store was opened read-only (403).
+pub const TENURE_ERR_READ_ONLY: tenure_status = 102;
 // 2xx: 404, 410.
 pub const TENURE_ERR_NOT_FOUND: tenure_status = 200;
 pub const TENURE_ERR_CONTAINER_NOT_FOUND: tenure_status = 201;
@@ -86,9 +88,10 @@ mod tests {
     /// numbers, one for one: a code added to the engine needs its constant here.
     #[test]
     fn every_constant_is_the_engine_tables_number() {
-        let constants: [(tenure_status, &str); 31] = [
+        let constants: [(tenure_status, &str); 32] = [
             (TENURE_ERR_NOT_MODIFIED, "NotModified"),
             (TENURE_ERR_INVALID_ARGUMENT, "InvalidArgument"),
+            (TENURE_ERR_READ_ONLY, "ReadOnly"),
             (TENURE_ERR_NOT_FOUND, "NotFound"),
             (TENURE_ERR_CONTAINER_NOT_FOUND, "ContainerNotFound"),
             (TENURE_ERR_COMPACTED, "Compacted"),

@@ -61,6 +61,7 @@ macro_rules! error_codes {
 error_codes! {
     NotModified = 304, 100, "the read's condition group says the caller's copy is current";
     InvalidArgument = 400, 101, "a bad argument (named, with why); nothing changed";
+    ReadOnly = 403, 102, "the store was opened read-only; nothing changed";
     NotFound = 404, 200, "the item does not exist (or has expired)";
     ContainerNotFound = 404, 201, "the container does not exist";
     Compacted = 410, 202, "the change-feed position is older than the retained history; resume from the oldest available version";

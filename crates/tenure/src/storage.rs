@@ -31,6 +31,11 @@ pub trait Storage: Send + Sync + 'static {
     fn list(&self) -> io::Result<Vec<String>>;
     /// Opens a file, creating an empty one when `create` is set.
     fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn StorageFile>>;
+    /// Opens an existing file for reading only: its mappings are read-only, and no write or
+    /// allocation through it is attempted (a read-only open of a store).
+    fn open_read_only(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
+        self.open(name, false)
+    }
     fn remove(&self, name: &str) -> io::Result<()>;
     /// Makes file creations and removals durable.
     fn sync_directory(&self) -> io::Result<()>;
@@ -290,7 +295,20 @@ impl Storage for FileStorage {
             .truncate(false)
             .mode(0o600)
             .open(self.directory.join(name))?;
-        Ok(Arc::new(RealFile { file }))
+        Ok(Arc::new(RealFile {
+            file,
+            writable: true,
+        }))
+    }
+
+    fn open_read_only(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .open(self.directory.join(name))?;
+        Ok(Arc::new(RealFile {
+            file,
+            writable: false,
+        }))
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
@@ -304,6 +322,8 @@ impl Storage for FileStorage {
 
 struct RealFile {
     file: File,
+    /// Opened for writing; otherwise mapped read-only.
+    writable: bool,
 }
 
 impl StorageFile for RealFile {
@@ -353,6 +373,15 @@ impl StorageFile for RealFile {
     }
 
     fn map(&self, length: usize) -> io::Result<Mapping> {
+        if !self.writable {
+            // SAFETY: a read-only shared mapping of a file that is only ever grown, never
+            // truncated; the pointer is only ever read through (the log of a read-only open
+            // writes nothing).
+            let map = unsafe { memmap2::MmapOptions::new().len(length).map(&self.file)? };
+            let pointer = map.as_ptr().cast_mut();
+            // SAFETY: the Mmap is moved into the owner box; its pages do not move.
+            return Ok(unsafe { Mapping::of_shared_file(pointer, length, Box::new(map)) });
+        }
         // SAFETY: the file is preallocated to at least `length` and is only ever grown, never
         // truncated, while mapped; the store's flock keeps other tenure processes out.
         let mut map = unsafe {

@@ -85,6 +85,7 @@ __all__ = [
     "UsedAfterFork",
     "Busy",
     "Compacted",
+    "ReadOnly",
     "ERROR_CODES",
 ]
 
@@ -325,6 +326,14 @@ class Closed(TenureError):
     status = 500
 
 
+class ReadOnly(TenureError):
+    """403: the store was opened read-only (``tenure.open(path, read_only=True)``); nothing
+    changed."""
+
+    code = "ReadOnly"
+    status = 403
+
+
 class Compacted(TenureError):
     """410: the change-feed position is older than the history the store keeps (compacted
     away); the message names the oldest available version. Resume from there, or re-read the
@@ -387,6 +396,7 @@ ERROR_CODES: Dict[str, Type[TenureError]] = {
         UsedAfterFork,
         Busy,
         Compacted,
+        ReadOnly,
     )
 }
 

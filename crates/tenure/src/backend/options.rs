@@ -28,6 +28,11 @@ pub struct StoreOptions {
     pub change_feed_retention_versions: Option<u64>,
     /// ... and at least this many bytes of log behind the tail.
     pub change_feed_retention_bytes: Option<u64>,
+    /// Open for reading only: beside a process that has the store open for writing, or on
+    /// files this process cannot write. No lock is taken and nothing is ever written; the
+    /// store is what its files held at the open (a snapshot of that moment), and every write
+    /// fails with `ReadOnly` (docs/spec.md §1).
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
@@ -41,6 +46,7 @@ impl Default for StoreOptions {
             background_compaction_sealed_segments: 4,
             change_feed_retention_versions: None,
             change_feed_retention_bytes: None,
+            read_only: false,
         }
     }
 }
@@ -52,6 +58,7 @@ impl std::fmt::Debug for StoreOptions {
             .field("durability", &self.durability)
             .field("segment_size_bytes", &self.segment_size_bytes)
             .field("limits", &self.limits)
+            .field("read_only", &self.read_only)
             .finish_non_exhaustive()
     }
 }

@@ -64,31 +64,15 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
         ));
     }
     let owner = crate::base::fork::OwningProcess::current();
-    let index = Index::new();
-    let catalog = Catalog::default();
     let log_options = LogOptions {
         segment_size_bytes: options.segment_size_bytes,
         durability: options.durability,
+        read_only: options.read_only,
         ..LogOptions::default()
     };
     // Leases recovered from the log are clamped against the clock at open (docs/spec.md §11).
     let now = options.clock.now();
-    let log = {
-        let mut replay = |mut record: crate::log::RecoveredRecord<'_>| {
-            crate::index::replay::replay_record(
-                &index,
-                &catalog,
-                now,
-                record.version,
-                record.location,
-                record.payload,
-                &mut record.earlier,
-            )
-        };
-        Log::open(storage, &log_options, &mut replay)?
-    };
-    index.finish_replay();
-    catalog.finish_replay();
+    let (log, index, catalog) = replay_log(&storage, &log_options, now)?;
     let background_interval = options.background_compaction_interval;
     let shared = Arc::new(Engine {
         log,
@@ -108,6 +92,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
         owner,
     });
     let background = background_interval
+        .filter(|_| !options.read_only)
         .map(|interval| {
             BackgroundCompaction::start(
                 Arc::downgrade(&shared),
@@ -120,6 +105,62 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
         engine: shared,
         background: Mutex::new(background),
     })
+}
+
+/// Opens the log and replays it into a new index and catalog. A read-only open runs beside a
+/// writer, whose compaction may remove a segment between the listing and its open: the replay
+/// starts over, a bounded number of times.
+fn replay_log(
+    storage: &Arc<dyn Storage>,
+    log_options: &LogOptions,
+    now: crate::clock::Timestamp,
+) -> Result<(Log, Index, Catalog)> {
+    const READ_ONLY_OPEN_ATTEMPTS: usize = 8;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let index = Index::new();
+        let catalog = Catalog::default();
+        let mut replay = |mut record: crate::log::RecoveredRecord<'_>| {
+            crate::index::replay::replay_record(
+                &index,
+                &catalog,
+                now,
+                record.version,
+                record.location,
+                record.payload,
+                &mut record.earlier,
+            )
+        };
+        match Log::open(Arc::clone(storage), log_options, &mut replay) {
+            Ok(log) => {
+                index.finish_replay();
+                catalog.finish_replay();
+                return Ok((log, index, catalog));
+            }
+            Err(error)
+                if log_options.read_only
+                    && attempts < READ_ONLY_OPEN_ATTEMPTS
+                    && is_removed_segment(&error) => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Whether `error` is a segment file that went away (a writer's compaction removed it).
+fn is_removed_segment(error: &Error) -> bool {
+    match error {
+        Error::Io { path, source, .. } => {
+            source.kind() == std::io::ErrorKind::NotFound
+                && path
+                    .file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| {
+                        crate::log::segment::Segment::parse_file_name(name).is_some()
+                    })
+        }
+        _ => false,
+    }
 }
 
 impl LocalStore {

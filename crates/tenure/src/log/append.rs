@@ -20,6 +20,9 @@ impl LogShared {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        if self.read_only {
+            return Err(Error::rejected(crate::error::ErrorCode::ReadOnly));
+        }
         if self.poisoned.load(Ordering::Acquire) {
             let poisoned = self.flush.lock().poisoned.clone();
             return Err(poisoned.unwrap_or(Error::Closed));

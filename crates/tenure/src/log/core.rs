@@ -35,6 +35,9 @@ pub struct LogOptions {
     pub durability: Durability,
     /// In `buffered` mode, how often the background flusher syncs.
     pub buffered_flush_interval: Duration,
+    /// Open for reading only: no lock, no write of any file, no background thread; the log
+    /// is what its files held at open (`recovery::open_read_only`).
+    pub read_only: bool,
 }
 
 impl Default for LogOptions {
@@ -43,6 +46,7 @@ impl Default for LogOptions {
             segment_size_bytes: 64 << 20,
             durability: Durability::Sync,
             buffered_flush_interval: Duration::from_millis(200),
+            read_only: false,
         }
     }
 }
@@ -108,6 +112,8 @@ pub(crate) struct LogShared {
     /// the flush lock (set and cleared under it).
     pub(super) sync_in_progress: AtomicBool,
     pub(super) poisoned: AtomicBool,
+    /// Opened read-only: every append is refused (`ReadOnly`), and nothing is ever written.
+    pub(super) read_only: bool,
     pub(super) closed: AtomicBool,
     /// Every `VERSION_INDEX_STRIDE`-th version and its record's offset, ascending: where a
     /// reader of the change feed starts scanning.

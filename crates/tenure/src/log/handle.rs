@@ -26,6 +26,13 @@ impl Log {
         options: &LogOptions,
         replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
     ) -> Result<Log> {
+        if options.read_only {
+            return Ok(Log {
+                shared: Arc::new(recovery::open_read_only(storage, options, replay)?),
+                flusher: Mutex::new(None),
+                preparer: Mutex::new(None),
+            });
+        }
         let shared = Arc::new(recovery::open(storage, options, replay)?);
         let flusher = match options.durability {
             Durability::Sync => None,
@@ -393,6 +400,9 @@ impl Log {
 
     /// Syncs everything complete and returns once it is durable.
     pub fn flush(&self) -> Result<()> {
+        if self.shared.read_only {
+            return Ok(());
+        }
         let (version, _) = self.shared.completion.load();
         self.shared.wait_durable(version)
     }
@@ -404,6 +414,9 @@ impl Log {
         }
         self.stop_flusher();
         self.stop_preparer();
+        if self.shared.read_only {
+            return Ok(());
+        }
         let result = self.flush_for_close();
         result.and_then(|()| self.shared.sync_superblock())
     }
@@ -432,6 +445,11 @@ impl Log {
     /// Bytes of log from its first segment to its tail.
     pub fn tail_offset(&self) -> u64 {
         unpack(self.shared.reservation.load(Ordering::Acquire)).1
+    }
+
+    /// Whether the log was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.shared.read_only
     }
 
     pub fn is_poisoned(&self) -> bool {

@@ -376,17 +376,139 @@ pub(super) fn open(
         .sync_directory()
         .map_err(|error| Error::io(&directory, "fsync directory", error))?;
 
+    Ok(shared_state(
+        storage,
+        options,
+        (superblock_file, superblock_state),
+        (table, scan),
+        lock,
+        false,
+    ))
+}
+
+/// Opens the log for reading only, beside a process that may have it open for writing: no
+/// lock is taken and no file is created, written, synced or removed; segments are opened and
+/// mapped read-only. The log is the records its files held at open, up to the first record
+/// that is not complete (a writer's append in progress, or a torn tail); a bad record before
+/// the durable watermark is still `Corruption`. A segment that a writer's compaction removes
+/// between the listing and its open fails with `Io` (not found): the caller opens again.
+pub(super) fn open_read_only(
+    storage: Arc<dyn Storage>,
+    options: &LogOptions,
+    replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
+) -> Result<LogShared> {
+    let directory = storage.path().to_path_buf();
+    let names = storage
+        .list()
+        .map_err(|error| Error::io(&directory, "list", error))?;
+    if !names.iter().any(|name| name == SUPERBLOCK_FILE) {
+        return Err(Error::io(
+            directory.join(SUPERBLOCK_FILE),
+            "open",
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no tenure store here"),
+        ));
+    }
+    let superblock_path = directory.join(SUPERBLOCK_FILE);
+    let superblock_file = storage
+        .open_read_only(SUPERBLOCK_FILE)
+        .map_err(|error| Error::io(&superblock_path, "open", error))?;
+    let superblock = match superblock::read(superblock_file.as_ref())
+        .map_err(|error| Error::io(&superblock_path, "read", error))?
+    {
+        ReadOutcome::Valid(found, _) => found,
+        ReadOutcome::UnsupportedFormat(format) => {
+            return Err(Error::corruption(
+                &superblock_path,
+                8,
+                format!("on-disk format version {format} is not supported by this build"),
+            ))
+        }
+        ReadOutcome::Unreadable => {
+            return Err(Error::corruption(
+                &superblock_path,
+                0,
+                "neither superblock copy has a valid checksum",
+            ))
+        }
+    };
+    let slot_size = superblock.segment_size_bytes;
+    if !(MINIMUM_SEGMENT_SIZE_BYTES..=MAXIMUM_SEGMENT_SIZE_BYTES).contains(&slot_size)
+        || slot_size % 4096 != 0
+    {
+        return Err(Error::corruption(
+            &superblock_path,
+            16,
+            format!("implausible segment size {slot_size}"),
+        ));
+    }
+    let table = SegmentTable::new();
+    let mut slots: Vec<(u64, &String)> = names
+        .iter()
+        .filter_map(|name| Segment::parse_file_name(name).map(|slot| (slot, name)))
+        .filter(|(slot, _)| *slot >= superblock.first_slot)
+        .collect();
+    slots.sort();
+    for (slot, name) in slots {
+        let path = directory.join(name);
+        let file = storage
+            .open_read_only(name)
+            .map_err(|error| Error::io(&path, "open", error))?;
+        let length = file
+            .length()
+            .map_err(|error| Error::io(&path, "stat", error))?;
+        if length == 0 || length % slot_size != 0 {
+            // A writer creating the segment right now: nothing in it is acknowledged yet.
+            continue;
+        }
+        let mapping = file
+            .map(length as usize)
+            .map_err(|error| Error::io(&path, "mmap", error))?;
+        table.insert(Arc::new(Segment::new(
+            slot,
+            length / slot_size,
+            name.clone(),
+            file,
+            mapping,
+        )));
+    }
+    let scan = scan(&table, slot_size, &superblock, &directory, replay)?;
+    Ok(shared_state(
+        storage,
+        options,
+        (
+            superblock_file,
+            SuperblockState {
+                current: superblock,
+                synced_copy: 0,
+            },
+        ),
+        (table, scan),
+        Box::new(()),
+        true,
+    ))
+}
+
+/// The log's shared state over what recovery found.
+fn shared_state(
+    storage: Arc<dyn Storage>,
+    options: &LogOptions,
+    (superblock_file, superblock): (Arc<dyn crate::storage::StorageFile>, SuperblockState),
+    (segments, scan): (SegmentTable, ScanResult),
+    lock: Box<dyn std::any::Any + Send + Sync>,
+    read_only: bool,
+) -> LogShared {
     let last_version = scan.next_version - 1;
-    Ok(LogShared {
+    let slot_size = superblock.current.segment_size_bytes;
+    LogShared {
         storage,
         slot_size,
-        generation: superblock.generation as u32,
+        generation: superblock.current.generation as u32,
         durability: options.durability,
         reservation: AtomicU128::new(pack(scan.next_version, scan.tail)),
         tail_at_open: scan.tail,
         completion: CompletionTracker::new(COMPLETION_SLOTS, last_version, scan.tail),
         visible: AtomicU64::new(last_version),
-        segments: table,
+        segments,
         segment_creation: Mutex::new(()),
         flush: Mutex::new(FlushState::new((last_version, scan.tail))),
         flush_done: Condvar::new(),
@@ -395,6 +517,7 @@ pub(super) fn open(
         peak_waiting_writers: std::sync::atomic::AtomicU32::new(0),
         sync_in_progress: AtomicBool::new(false),
         poisoned: AtomicBool::new(false),
+        read_only,
         closed: AtomicBool::new(false),
         prepared_slot: AtomicU64::new(scan.tail / slot_size),
         version_index: Mutex::new(scan.version_index),
@@ -405,9 +528,9 @@ pub(super) fn open(
         preparer_wake: Condvar::new(),
         segments_awaiting_removal: Arc::default(),
         superblock_file,
-        superblock: Mutex::new(superblock_state),
+        superblock: Mutex::new(superblock),
         _lock: lock,
-    })
+    }
 }
 
 struct ScanResult {
