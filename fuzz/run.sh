@@ -31,7 +31,7 @@ run_target() {
   local target=$1
   # Leak checks run LeakSanitizer whenever an input's mallocs and frees differ, which the
   # engine's epoch-deferred frees make almost every input: 10x slower. They stay on for the
-  # C ABI target (SPEC §13: a call never leaks); the others trade them for executions.
+  # C ABI target (docs/spec.md §13: a call never leaks); the others trade them for executions.
   local leaks=0
   [[ $target == ffi_calls ]] && leaks=1
   mkdir -p "$scratch/corpus/$target" artifacts/"$target"
