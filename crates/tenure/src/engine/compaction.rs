@@ -23,8 +23,15 @@ use crate::log::record::HEADER_BYTES;
 use crate::record::{self, Coordination, DecodedRecord, ItemWrite};
 use crate::types::Version;
 
-/// Relocated items are grouped into records of about this many bytes.
-const RELOCATION_RECORD_BYTES: usize = 1 << 20;
+/// A relocation record holds at most this many bytes, header included (one item larger than
+/// that gets a record of its own). Why small: a record's checksum covers all its items, so
+/// one damaged byte of a record costs every item in it; a damaged 4 KiB sector then costs the
+/// items whose bytes lie in it and, at most, those of the two records that straddle its
+/// edges (docs/design.md §6). A header per 4 KiB is 0.6% of the copied bytes.
+const RELOCATION_RECORD_BYTES: usize = 4096;
+/// Relocations are written a group of about this many bytes at a time: one wait for the
+/// group's records to be visible, then their versions are swapped in.
+const RELOCATION_GROUP_BYTES: usize = 1 << 20;
 /// Rounds of copying for items whose copy lost a race with a write; past them the segment
 /// stays until a later compaction.
 const RELOCATION_ROUNDS: usize = 16;
@@ -409,38 +416,28 @@ impl Engine {
         }))
     }
 
-    /// Writes one relocation record and swaps each still-current version for its copy;
+    /// Writes a group's relocation records and swaps each still-current version for its copy;
     /// returns how many were swapped, and the candidates of those written meanwhile.
     fn write_relocations(&self, group: Vec<Relocation>) -> Result<(u64, Vec<Candidate>)> {
-        let mut encoder = record::RelocatedItemsEncoder::new();
-        let mut value_offsets = Vec::with_capacity(group.len());
+        assert!(!group.is_empty(), "groups are never empty");
+        let mut value_locations = Vec::with_capacity(group.len());
+        let mut record = RelocationRecord::default();
         for relocation in &group {
-            let write = ItemWrite {
-                container_id: relocation.container_id,
-                key: &relocation.key,
-                value: relocation.value.as_deref(),
-                last_modified: relocation.last_modified,
-                expires_at: relocation.expires_at,
-                content_type: relocation.properties.content_type.as_deref(),
-                metadata: &relocation.properties.metadata,
-                etag_version: relocation.etag_version,
-                created: false,
-                expired: false,
-                coordination: Some(&relocation.coordination),
-            };
-            value_offsets.push(encoder.push(relocation.version, &write));
+            let write = relocation.item_write();
+            if !record.fits(&write) {
+                record.write(self, &mut value_locations)?;
+            }
+            record.push(relocation.version, &write);
         }
-        let payload = encoder.finish();
-        let mut reservation = self.log.reserve(payload.len())?;
-        reservation.write_payload(&payload)?;
-        let record_start = reservation.location() + HEADER_BYTES as u64;
-        // Sealed before any node points at it: relocated versions are already visible.
-        let log_version = reservation.commit_nowait();
-        self.log.wait(log_version)?;
+        let last_version = record.write(self, &mut value_locations)?;
+        debug_assert_eq!(value_locations.len(), group.len());
+        // Sealed before any node points at them: relocated versions are already visible (the
+        // last record's version, and so every earlier one).
+        self.log.wait(last_version)?;
         let guard = crossbeam_epoch::pin();
         let mut relocated = 0;
         let mut lost = Vec::new();
-        for (relocation, value_offset) in group.into_iter().zip(value_offsets) {
+        for (relocation, value) in group.into_iter().zip(value_locations) {
             let head = relocation.slot.settled_head(&guard);
             if word_of(head) != relocation.node_address {
                 // Written meanwhile: the copy is dead (replay skips it, being older), but the
@@ -448,9 +445,6 @@ impl Engine {
                 lost.push(relocation.candidate);
                 continue;
             }
-            let value = relocation.value.as_ref().map(|value| {
-                ValueLocation::new(record_start + value_offset as u64, value.len() as u32)
-            });
             let copy = Owned::new(VersionNode::new(NewVersion {
                 version: relocation.version,
                 etag_version: relocation.etag_version,
@@ -495,6 +489,95 @@ impl Engine {
         }
         Ok((relocated, lost))
     }
+}
+
+impl Relocation {
+    /// The write that copies this version forward.
+    fn item_write(&self) -> ItemWrite<'_> {
+        ItemWrite {
+            container_id: self.container_id,
+            key: &self.key,
+            value: self.value.as_deref(),
+            last_modified: self.last_modified,
+            expires_at: self.expires_at,
+            content_type: self.properties.content_type.as_deref(),
+            metadata: &self.properties.metadata,
+            etag_version: self.etag_version,
+            created: false,
+            expired: false,
+            coordination: Some(&self.coordination),
+        }
+    }
+}
+
+/// One relocation record being filled: its encoder and where each item's value lies in it.
+#[derive(Default)]
+struct RelocationRecord {
+    encoder: Option<record::RelocatedItemsEncoder>,
+    /// Each item's value offset in the payload and length (`None`: no value).
+    values: Vec<Option<(usize, u32)>>,
+    bytes: usize,
+}
+
+impl RelocationRecord {
+    /// Whether `write` still fits the record (an empty record takes any item).
+    fn fits(&self, write: &ItemWrite<'_>) -> bool {
+        self.values.is_empty() || self.bytes + encoded_bound(write) <= RELOCATION_RECORD_BYTES
+    }
+
+    fn push(&mut self, version: Version, write: &ItemWrite<'_>) {
+        let encoder = self
+            .encoder
+            .get_or_insert_with(record::RelocatedItemsEncoder::new);
+        let offset = encoder.push(version, write);
+        self.values
+            .push(write.value.map(|value| (offset, value.len() as u32)));
+        self.bytes = HEADER_BYTES + encoder.len();
+    }
+
+    /// Appends the record (not waiting for it to be visible) and adds where its values went
+    /// to `locations`; returns its version. Leaves the record empty for the next items.
+    fn write(
+        &mut self,
+        engine: &Engine,
+        locations: &mut Vec<Option<ValueLocation>>,
+    ) -> Result<Version> {
+        let encoder = self
+            .encoder
+            .take()
+            .expect("a record holds at least one item");
+        let payload = encoder.finish();
+        let mut reservation = engine.log.reserve(payload.len())?;
+        reservation.write_payload(&payload)?;
+        let record_start = reservation.location() + HEADER_BYTES as u64;
+        locations.extend(self.values.drain(..).map(|value| {
+            value.map(|(offset, length)| ValueLocation::new(record_start + offset as u64, length))
+        }));
+        self.bytes = 0;
+        Ok(reservation.commit_nowait())
+    }
+}
+
+/// At least the bytes `write` takes in a relocation record: its variable fields and a bound
+/// on the fixed ones.
+fn encoded_bound(write: &ItemWrite<'_>) -> usize {
+    const FIXED_FIELDS_BOUND: usize = 160;
+    let metadata: usize = write
+        .metadata
+        .iter()
+        .map(|(name, value)| name.len() + value.len() + 8)
+        .sum();
+    let holder = write
+        .coordination
+        .and_then(|coordination| coordination.lease.as_ref())
+        .and_then(|lease| lease.holder.as_ref())
+        .map_or(0, String::len);
+    write.key.len()
+        + write.value.map_or(0, <[u8]>::len)
+        + write.content_type.map_or(0, str::len)
+        + metadata
+        + holder
+        + FIXED_FIELDS_BOUND
 }
 
 /// The background compactor: a thread that wakes every `interval` and compacts once enough
@@ -583,7 +666,7 @@ fn group_by_size(relocations: Vec<Relocation>) -> Vec<Vec<Relocation>> {
     for relocation in relocations {
         bytes += relocation.key.len() + relocation.value.as_ref().map_or(0, Vec::len) + 64;
         current.push(relocation);
-        if bytes >= RELOCATION_RECORD_BYTES {
+        if bytes >= RELOCATION_GROUP_BYTES {
             groups.push(std::mem::take(&mut current));
             bytes = 0;
         }

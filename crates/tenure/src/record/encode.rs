@@ -335,6 +335,11 @@ impl RelocatedItemsEncoder {
         value_offset
     }
 
+    /// Bytes of payload so far.
+    pub fn len(&self) -> usize {
+        self.payload.len()
+    }
+
     /// The finished payload.
     pub fn finish(mut self) -> Vec<u8> {
         self.payload[1..5].copy_from_slice(&self.count.to_le_bytes());
