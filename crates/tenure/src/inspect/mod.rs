@@ -12,6 +12,7 @@
 //!
 //! Both `verify` and `repair` take the store's lock: a store open elsewhere is `StoreLocked`.
 
+mod damage;
 mod repair;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use crate::log::{MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES};
 use crate::storage::{FileStorage, Storage};
 use crate::types::Version;
 
+pub use damage::{DamagedItem, DamagedRange};
 pub use repair::{repair, RepairReport};
 
 /// Progress is reported at least every this many bytes scanned.
@@ -74,6 +76,10 @@ pub struct VerifyReport {
     pub log_end: u64,
     /// Damage: the store refuses to open, or records were lost. Each names file and offset.
     pub problems: Vec<Problem>,
+    /// The damaged ranges of the log and the items they held, by container and key where
+    /// the records can still be read (`DamagedItem::is_lost`: the damage cost the item its
+    /// newest version).
+    pub damaged: Vec<DamagedRange>,
     /// Harmless findings: a torn tail the next open cuts off, left-over files.
     pub notes: Vec<Problem>,
 }
@@ -317,6 +323,8 @@ fn scan(
     let mut scanned_before = 0u64;
     let mut reported = 0u64;
     let mut lost_bytes_after_last_record = 0u64;
+    // The damaged range whose last version the next good record tells.
+    let mut open_damage: Option<usize> = None;
     progress(0, total);
     loop {
         while files
@@ -381,6 +389,10 @@ fn scan(
                 if let Some(last) = last_version {
                     report.versions_lost += header.version - last - 1;
                 }
+                if let Some(range) = open_damage.take() {
+                    let range: &mut DamagedRange = &mut report.damaged[range];
+                    range.last_version = header.version.checked_sub(1);
+                }
                 report.first_version.get_or_insert(header.version);
                 last_version = Some(header.version);
                 lost_bytes_after_last_record = 0;
@@ -439,6 +451,15 @@ fn scan(
                     ),
                 };
                 report.problems.push(problem(&file.path, local, reason));
+                let damaged_end = resumed.unwrap_or(limit).max(position);
+                let mut range = damage::read_range(
+                    file.path.clone(),
+                    local,
+                    &file.map[local as usize..(damaged_end - start) as usize],
+                );
+                range.first_version = last_version.map(|last| last + 1);
+                report.damaged.push(range);
+                open_damage = Some(report.damaged.len() - 1);
                 lost_bytes_after_last_record += resumed.unwrap_or(limit) - position;
                 position = resumed.unwrap_or(end);
                 expected = None;
@@ -506,5 +527,6 @@ pub fn verify(
         progress,
         &mut |record| Ok(replay.check(record)),
     )?;
+    damage::resolve(&mut loaded.report.damaged, &replay.index, &replay.catalog);
     Ok(loaded.report)
 }

@@ -29,6 +29,13 @@ pub struct RepairReport {
     pub records_dropped: u64,
     /// Where the original files were moved.
     pub backup_directory: Option<PathBuf>,
+    /// Items the repaired store holds.
+    pub items_kept: u64,
+    /// Items whose newest version was in a damaged record, named by container and key where
+    /// the record could still be read: each is now at `kept_version` (an older version, or its
+    /// delete), or gone. Versions of records that could not be read at all are counted in
+    /// `before.versions_lost`.
+    pub items_lost: Vec<crate::inspect::DamagedItem>,
 }
 
 /// Writes a fresh log: records at their versions, `Abort`s for lost versions, segments as the
@@ -161,11 +168,22 @@ pub fn repair(
         progress,
         &mut |record| Ok(replay.check(record)),
     )?;
+    super::damage::resolve(&mut loaded.report.damaged, &replay.index, &replay.catalog);
+    let items_lost: Vec<_> = loaded
+        .report
+        .damaged
+        .iter()
+        .flat_map(|range| range.items.iter())
+        .filter(|item| item.is_lost())
+        .cloned()
+        .collect();
+    let items_kept = super::damage::live_items(&replay.index, replay.now);
     if loaded.report.is_clean() {
         let records_kept = loaded.report.records;
         return Ok(RepairReport {
             before: loaded.report,
             records_kept,
+            items_kept,
             ..RepairReport::default()
         });
     }
@@ -279,5 +297,7 @@ pub fn repair(
         records_kept: kept,
         records_dropped: dropped,
         backup_directory: Some(backup),
+        items_kept,
+        items_lost,
     })
 }
