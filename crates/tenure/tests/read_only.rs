@@ -281,3 +281,37 @@ fn a_read_only_open_of_no_store_fails_and_creates_nothing() {
     assert_eq!(std::fs::read_dir(&missing).unwrap().count(), 0);
     std::fs::remove_dir_all(&parent).unwrap();
 }
+
+/// `verify` reads a store a writer holds open, also while it appends: no lock, and no false
+/// damage (an append in progress past the durable watermark is at most a note).
+#[test]
+fn verify_checks_a_store_a_writer_holds_open() {
+    let directory = directory("verify");
+    let writer = Arc::new(Store::open(&directory, writer_options(Durability::Sync)).unwrap());
+    writer
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let appender = {
+        let (writer, stop) = (Arc::clone(&writer), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut index = 0u64;
+            while !stop.load(Ordering::Relaxed) && index < 50_000 {
+                let key = format!("key-{index}");
+                writer
+                    .put("c", key.as_bytes(), &[7; 100], &WriteOptions::default())
+                    .unwrap();
+                index += 1;
+            }
+        })
+    };
+    for _ in 0..10 {
+        let report = tenure::verify(&directory, &mut |_, _| {}).unwrap();
+        assert!(report.is_clean(), "{:?}", report.problems);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.store(true, Ordering::Relaxed);
+    appender.join().unwrap();
+    Arc::try_unwrap(writer).ok().unwrap().close().unwrap();
+    std::fs::remove_dir_all(&directory).unwrap();
+}

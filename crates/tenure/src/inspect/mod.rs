@@ -10,7 +10,9 @@
 //!   kept in a `repair-backup-*` directory inside the store.
 //! - [`Engine::stats`] counts what an open store holds.
 //!
-//! Both `verify` and `repair` take the store's lock: a store open elsewhere is `StoreLocked`.
+//! `repair` takes the store's lock (a store open elsewhere is `StoreLocked`); `verify` does
+//! not, and works on a store a writer holds open: it reads the files as they are at its start
+//! (an append in progress past the durable watermark is a torn tail, reported as a note).
 
 mod damage;
 mod repair;
@@ -129,7 +131,9 @@ fn plausible_segment_size(size: u64) -> bool {
 }
 
 /// Takes the lock, reads the superblock (or infers one) and maps every segment file.
-fn load(directory: &Path) -> Result<Loaded> {
+/// `lock`: take the store's lock (repair, which rewrites the store); verify reads a store a
+/// writer may hold open without it.
+fn load(directory: &Path, lock: bool) -> Result<Loaded> {
     let metadata =
         std::fs::metadata(directory).map_err(|error| Error::io(directory, "stat", error))?;
     if !metadata.is_dir() {
@@ -137,12 +141,16 @@ fn load(directory: &Path) -> Result<Loaded> {
         return Err(Error::io(directory, "open store", error));
     }
     let storage = FileStorage::new(directory);
-    let lock = storage
-        .try_lock()
-        .map_err(|error| Error::io(directory.join("LOCK"), "flock", error))?
-        .ok_or_else(|| Error::StoreLocked {
-            path: directory.to_path_buf(),
-        })?;
+    let lock: Box<dyn std::any::Any + Send + Sync> = if lock {
+        storage
+            .try_lock()
+            .map_err(|error| Error::io(directory.join("LOCK"), "flock", error))?
+            .ok_or_else(|| Error::StoreLocked {
+                path: directory.to_path_buf(),
+            })?
+    } else {
+        Box::new(())
+    };
     let names = storage
         .list()
         .map_err(|error| Error::io(directory, "list", error))?;
@@ -513,14 +521,15 @@ impl ReplayCheck {
     }
 }
 
-/// Checks every record of the store in `directory` without opening it. `progress(done,
-/// total)` is called with bytes scanned. Fails only when the store cannot be read at all
-/// (missing, locked, unsupported format); damage is reported in the report.
+/// Checks every record of the store in `directory` without opening it, also while another
+/// handle holds it open. `progress(done, total)` is called with bytes scanned. Fails only
+/// when the store cannot be read at all (missing, unsupported format); damage is reported in
+/// the report.
 pub fn verify(
     directory: impl AsRef<Path>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<VerifyReport> {
-    let mut loaded = load(directory.as_ref())?;
+    let mut loaded = load(directory.as_ref(), false)?;
     let replay = ReplayCheck::new();
     scan(
         &mut loaded,

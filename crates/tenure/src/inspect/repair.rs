@@ -161,7 +161,7 @@ pub fn repair(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RepairReport> {
     let directory = directory.as_ref();
-    let mut loaded = load(directory)?;
+    let mut loaded = load(directory, true)?;
     let replay = ReplayCheck::new();
     scan(
         &mut loaded,
