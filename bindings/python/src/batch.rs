@@ -10,7 +10,7 @@ use tenure::{Conditions, Error, WriteOptions};
 
 use crate::container::write_options;
 use crate::convert;
-use crate::errors::to_py;
+use crate::errors::{to_py, Context, IntoPyResult};
 use crate::store::Handle;
 
 enum Operation {
@@ -19,6 +19,20 @@ enum Operation {
     Replace(String, Vec<u8>, Vec<u8>, WriteOptions),
     Delete(String, Vec<u8>, WriteOptions),
     Check(String, Vec<u8>, Conditions),
+}
+
+impl Operation {
+    /// The container and key the operation is on.
+    fn target(&self) -> (String, Vec<u8>) {
+        let (container, key) = match self {
+            Operation::Put(container, key, ..)
+            | Operation::Create(container, key, ..)
+            | Operation::Replace(container, key, ..)
+            | Operation::Delete(container, key, ..)
+            | Operation::Check(container, key, ..) => (container, key),
+        };
+        (container.clone(), key.clone())
+    }
 }
 
 enum State {
@@ -248,7 +262,9 @@ impl Batch {
                 return Err(finished(py));
             }
         };
-        let version = self.handle.run(py, move |store| {
+        let targets: Vec<(String, Vec<u8>)> = operations.iter().map(Operation::target).collect();
+        let committed = py.detach(move || -> Result<u64, Error> {
+            let store = self.handle.store()?;
             let mut batch = store.batch();
             for operation in operations {
                 match operation {
@@ -270,7 +286,16 @@ impl Batch {
                 };
             }
             batch.commit()
-        })?;
+        });
+        // A failed batch names the container and key of the operation that failed.
+        let failed_at = match &committed {
+            Err(Error::BatchFailed { index, .. }) => targets.get(*index),
+            _ => None,
+        };
+        let context = failed_at.map_or(Context::NONE, |(container, key)| {
+            Context::item(container, key)
+        });
+        let version = committed.py_result_in(py, &context)?;
         *self.state.lock() = State::Committed(version);
         Ok(version)
     }

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -14,14 +14,18 @@ use tenure::{
 };
 
 use crate::convert;
-use crate::errors::IntoPyResult;
-use crate::item::{Item, Page, PyLockHandle};
+use crate::errors::{Context, IntoPyResult};
+use crate::item::{Item, ItemProperties, Page, PyLockHandle};
 use crate::item_iterator::{ItemIterator, Source};
 use crate::lease::{Lease, LeaseDurationArg, LeaseInfo, LeaseTarget};
 use crate::store::Handle;
 
-/// `update()` refuses more attempts than this (a bound on its loop).
-const MAX_UPDATE_ATTEMPTS: u64 = 10_000;
+/// How long `update()` keeps retrying lost races by default.
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Engine argument names as the Container's methods call them.
+const RENAMES: &[(&str, &str)] = &[("payload", "value"), ("timeout", "wait")];
+/// ... and as `put_and_unlock` / `unlock` call the lock handle.
+const LOCK_RENAMES: &[(&str, &str)] = &[("payload", "value"), ("lock_handle", "handle")];
 /// Pages `iterate()` asks for.
 pub(crate) const ITERATE_PAGE_SIZE: usize = 1000;
 
@@ -96,7 +100,21 @@ fn backoff(attempt: u64) -> Duration {
     Duration::from_micros(rand::thread_rng().gen_range(0..=ceiling_micros))
 }
 
+/// A read's result as "does it exist": `NotFound` is `false`, other errors stay errors.
+pub fn found<T>(read: Result<T, Error>) -> Result<bool, Error> {
+    match read {
+        Ok(_) => Ok(true),
+        Err(error) if error.code() == ErrorCode::NotFound => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
 impl Container {
+    /// What an error about `key` in this container names.
+    fn about<'a>(&'a self, key: &'a [u8]) -> Context<'a> {
+        Context::item(&self.name, key).renaming(RENAMES)
+    }
+
     fn write(
         &self,
         py: Python<'_>,
@@ -108,11 +126,13 @@ impl Container {
         let key = convert::key("key", key)?;
         let value = convert::value("value", value)?;
         let name = &self.name;
-        let etag = self.handle.run(py, |store| match kind {
-            WriteKind::Put => store.put(name, &key, &value, &options),
-            WriteKind::Create => store.create(name, &key, &value, &options),
-            WriteKind::Replace => store.replace(name, &key, &value, &options),
-        })?;
+        let etag = self
+            .handle
+            .run_in(py, &self.about(&key), |store| match kind {
+                WriteKind::Put => store.put(name, &key, &value, &options),
+                WriteKind::Create => store.create(name, &key, &value, &options),
+                WriteKind::Replace => store.replace(name, &key, &value, &options),
+            })?;
         Ok(etag.to_string())
     }
 
@@ -144,10 +164,12 @@ impl Container {
             None => None,
         };
         let name = &self.name;
-        let lease = self.handle.run(py, |store| match wait {
-            Some(timeout) => store.acquire_lease_wait(name, &key, &request, timeout),
-            None => store.acquire_lease(name, &key, &request),
-        })?;
+        let lease = self
+            .handle
+            .run_in(py, &self.about(&key), |store| match wait {
+                Some(timeout) => store.acquire_lease_wait(name, &key, &request, timeout),
+                None => store.acquire_lease(name, &key, &request),
+            })?;
         let target = LeaseTarget::item(name, &key);
         self.handle
             .remember_lease(&target, lease.id, request.duration);
@@ -173,18 +195,20 @@ impl Container {
         format!("tenure.Container({:?})", self.name)
     }
 
-    /// Reads an item (docs/spec.md §3 read conditions): `NotModified`, `ConditionNotMet`, `NotFound`.
+    /// Reads an item, value included (docs/spec.md §3 read conditions): `NotModified`,
+    /// `ConditionNotMet`, `NotFound` (a missing item is an error, as in Azure and Cosmos DB;
+    /// `exists()` and `key in container` ask without one).
     #[pyo3(signature = (key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, lease_id = None))]
-    fn get(
+    fn get<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         key: &Bound<'_, PyAny>,
         if_match: Option<&Bound<'_, PyAny>>,
         if_none_match: Option<&Bound<'_, PyAny>>,
         if_modified_since: Option<&Bound<'_, PyAny>>,
         if_unmodified_since: Option<&Bound<'_, PyAny>>,
         lease_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Item> {
+    ) -> PyResult<Bound<'py, Item>> {
         let key = convert::key("key", key)?;
         let options = read_options(
             if_match,
@@ -196,22 +220,24 @@ impl Container {
         let name = &self.name;
         let item = self
             .handle
-            .run_without_waiting(py, |store| store.get(name, &key, &options))?;
-        Ok(Item::new(py, item))
+            .run_without_waiting(py, &self.about(&key), |store| {
+                store.get(name, &key, &options)
+            })?;
+        Item::new(py, item)
     }
 
-    /// Like `get`, without the value.
+    /// Like `get`, without the value: an `ItemProperties`.
     #[pyo3(signature = (key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, lease_id = None))]
-    fn get_properties(
+    fn get_properties<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         key: &Bound<'_, PyAny>,
         if_match: Option<&Bound<'_, PyAny>>,
         if_none_match: Option<&Bound<'_, PyAny>>,
         if_modified_since: Option<&Bound<'_, PyAny>>,
         if_unmodified_since: Option<&Bound<'_, PyAny>>,
         lease_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Item> {
+    ) -> PyResult<Bound<'py, ItemProperties>> {
         let key = convert::key("key", key)?;
         let options = read_options(
             if_match,
@@ -223,8 +249,40 @@ impl Container {
         let name = &self.name;
         let item = self
             .handle
-            .run_without_waiting(py, |store| store.get_properties(name, &key, &options))?;
-        Ok(Item::new(py, item))
+            .run_without_waiting(py, &self.about(&key), |store| {
+                store.get_properties(name, &key, &options)
+            })?;
+        ItemProperties::new(py, item)
+    }
+
+    /// Whether the item exists (and has not expired). A missing container still raises
+    /// `ContainerNotFound`.
+    fn exists(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = convert::key("key", key)?;
+        let name = &self.name;
+        self.handle
+            .run_without_waiting(py, &self.about(&key), |store| {
+                found(store.get_properties(name, &key, &ReadOptions::default()))
+            })
+    }
+
+    /// `key in container`: `exists(key)`.
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.exists(py, key)
+    }
+
+    /// How many live items have keys starting with `prefix`: a scan of those keys in a
+    /// snapshot (GIL released), O(items) — not a stored count, so there is no `len()`.
+    #[pyo3(signature = (prefix = None), text_signature = "($self, prefix='')")]
+    fn count(&self, py: Python<'_>, prefix: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+        let prefix = match prefix {
+            Some(prefix) => self::prefix(prefix)?.into_owned(),
+            None => Vec::new(),
+        };
+        let name = &self.name;
+        self.handle.run_in(py, &Context::container(name), |store| {
+            store.snapshot()?.scan(name, &prefix, &[], |_| true)
+        })
     }
 
     /// Writes the item, creating or replacing it; returns the new ETag.
@@ -353,8 +411,9 @@ impl Container {
             lock_handle,
         )?;
         let name = &self.name;
-        self.handle
-            .run(py, |store| store.delete(name, &key, &options))
+        self.handle.run_in(py, &self.about(&key), |store| {
+            store.delete(name, &key, &options)
+        })
     }
 
     /// Replaces the item's metadata, keeping its value; returns the new ETag. `content_type`
@@ -397,49 +456,65 @@ impl Container {
         )?;
         let name = &self.name;
         // One atomic write either way: the engine's set_metadata keeps the content type.
+        let about = self.about(&key);
         let etag = if keep_content_type {
             self.handle
-                .run(py, |store| store.set_metadata(name, &key, &options))?
+                .run_in(py, &about, |store| store.set_metadata(name, &key, &options))?
         } else {
-            self.handle
-                .run(py, |store| store.set_properties(name, &key, &options))?
+            self.handle.run_in(py, &about, |store| {
+                store.set_properties(name, &key, &options)
+            })?
         };
         Ok(etag.to_string())
     }
 
-    /// Read, apply `fn`, write back with `if_match`; on `ConditionNotMet` re-read and retry
-    /// with jittered backoff, at most `max_attempts` times, then raise the last conflict.
-    /// `fn` runs with the GIL held; if it raises, nothing is written. A missing item raises
-    /// `NotFound`, or with `create_default` is created from `fn(create_default)`.
-    #[pyo3(signature = (key, r#fn, *, max_attempts = None, create_default = None, lease_id = None), text_signature = "($self, key, fn, *, max_attempts=10, create_default=None, lease_id=None)")]
-    fn update(
+    /// Read, apply `fn`, write back with `if_match`: the optimistic-concurrency loop Cosmos
+    /// DB users write by hand (docs/spec.md §3). Returns the written `Item`.
+    ///
+    /// Under contention a lost race (`ConditionNotMet`, `AlreadyExists` for a concurrent
+    /// create, or the engine's `Busy`) re-reads and retries after a jittered exponential
+    /// backoff (a random pause of up to 50 µs, doubling per attempt up to about 13 ms), until
+    /// the write wins, `timeout` passes (seconds or a `timedelta`; 30 s by default) or
+    /// `max_attempts` attempts were made (no limit by default); then the last conflict is
+    /// raised. `fn` may run several times, so keep it free of side effects; it runs with the
+    /// GIL held, and if it raises, nothing is written. A missing item raises `NotFound`, or
+    /// with `create_default` is created from `fn(create_default)`. The rewrite keeps the
+    /// item's content type and metadata; its TTL restarts from the container's default.
+    #[pyo3(signature = (key, r#fn, *, max_attempts = None, timeout = None, create_default = None, lease_id = None), text_signature = "($self, key, fn, *, max_attempts=None, timeout=30.0, create_default=None, lease_id=None)")]
+    fn update<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         key: &Bound<'_, PyAny>,
         r#fn: &Bound<'_, PyAny>,
         max_attempts: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
         create_default: Option<&Bound<'_, PyAny>>,
         lease_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Item> {
+    ) -> PyResult<Bound<'py, Item>> {
         let key = convert::key("key", key)?;
         if !r#fn.is_callable() {
             return Err(convert::wrong_type("fn", "callable", r#fn));
         }
         let max_attempts = match max_attempts.filter(|value| !value.is_none()) {
-            Some(value) => convert::count("max_attempts", value, MAX_UPDATE_ATTEMPTS)?,
-            None => 10,
+            Some(value) => {
+                let attempts = convert::count("max_attempts", value, u64::MAX >> 1)?;
+                if attempts == 0 {
+                    return Err(convert::invalid(py, "max_attempts", "must be at least 1"));
+                }
+                attempts
+            }
+            None => u64::MAX,
         };
-        if max_attempts == 0 {
-            return Err(convert::invalid(
-                py,
-                "max_attempts",
-                format!("must be 1..={MAX_UPDATE_ATTEMPTS}"),
-            ));
-        }
+        let timeout = match timeout.filter(|value| !value.is_none()) {
+            Some(value) => convert::duration("timeout", value)?,
+            None => UPDATE_TIMEOUT,
+        };
+        let deadline = Instant::now() + timeout;
         let create_default =
             convert::optional_value("create_default", create_default)?.map(Cow::into_owned);
         let lease_id = convert::optional_lease_id("lease_id", lease_id)?;
         let name = &self.name;
+        let about = self.about(&key);
         let read = ReadOptions {
             conditions: Conditions::default(),
             lease_id,
@@ -448,12 +523,9 @@ impl Container {
             let result = r#fn.call1((PyBytes::new(py, current),))?;
             Ok(convert::value("fn result", &result)?.into_owned())
         };
-        let mut last_conflict = None;
-        for attempt in 0..max_attempts {
-            if attempt > 0 {
-                let pause = backoff(attempt - 1);
-                py.detach(|| std::thread::sleep(pause));
-            }
+        let mut attempt = 0u64;
+        loop {
+            attempt += 1;
             let current = py.detach(|| -> Result<_, Error> {
                 let store = self.handle.store()?;
                 store.get(name, &key, &read)
@@ -480,9 +552,9 @@ impl Container {
                         };
                         (new_value, options, None)
                     }
-                    None => return Err(error).py_result(py),
+                    None => return Err(error).py_result_in(py, &about),
                 },
-                Err(error) => return Err(error).py_result(py),
+                Err(error) => return Err(error).py_result_in(py, &about),
             };
             let written = py.detach(|| -> Result<_, Error> {
                 let store = self.handle.store()?;
@@ -494,47 +566,51 @@ impl Container {
                 };
                 Ok((etag, store.get_properties(name, &key, &pinned).ok()))
             });
-            match written {
+            let conflict = match written {
                 Ok((etag, properties)) => {
                     let item =
                         properties.unwrap_or_else(|| fallback_item(&key, etag, previous, &options));
-                    return Ok(Item::new(
+                    return Item::new(
                         py,
                         tenure::Item {
                             value: Some(new_value),
                             ..item
                         },
-                    ));
+                    );
                 }
                 Err(error)
                     if matches!(
                         error.code(),
-                        ErrorCode::ConditionNotMet | ErrorCode::AlreadyExists
+                        ErrorCode::ConditionNotMet | ErrorCode::AlreadyExists | ErrorCode::Busy
                     ) =>
                 {
-                    last_conflict = Some(error);
+                    error
                 }
-                Err(error) => return Err(error).py_result(py),
+                Err(error) => return Err(error).py_result_in(py, &about),
+            };
+            let pause = backoff(attempt - 1);
+            if attempt >= max_attempts || Instant::now() + pause >= deadline {
+                return Err(conflict).py_result_in(py, &about);
             }
+            py.detach(|| std::thread::sleep(pause));
         }
-        // max_attempts > 0, so the loop ran and lost every race.
-        Err(last_conflict.unwrap_or(Error::Closed)).py_result(py)
     }
 
-    /// The item if its version differs from `version`, else `None`.
-    fn get_if_newer(
+    /// The item if its version differs from `version`, else `None` (the cache's
+    /// GetIfNewer, docs/spec.md §6).
+    fn get_if_newer<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         key: &Bound<'_, PyAny>,
         version: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<Item>> {
+    ) -> PyResult<Option<Bound<'py, Item>>> {
         let key = convert::key("key", key)?;
         let version = convert::count("version", version, u64::MAX >> 1)?;
         let name = &self.name;
-        let item = self
-            .handle
-            .run(py, |store| store.get_if_newer(name, &key, version))?;
-        Ok(item.map(|item| Item::new(py, item)))
+        let item = self.handle.run_in(py, &self.about(&key), |store| {
+            store.get_if_newer(name, &key, version)
+        })?;
+        item.map(|item| Item::new(py, item)).transpose()
     }
 
     /// One page of the items whose keys start with `prefix`, in key order.
@@ -557,7 +633,7 @@ impl Container {
         };
         let continuation = convert::optional_text("continuation", continuation)?;
         let name = &self.name;
-        let page = self.handle.run(py, |store| {
+        let page = self.handle.run_in(py, &Context::container(name), |store| {
             store.list(
                 name,
                 &prefix,
@@ -566,7 +642,7 @@ impl Container {
                 include_values,
             )
         })?;
-        Page::new(py, page)
+        Page::new(py, page, include_values)
     }
 
     /// Every item whose key starts with `prefix`, following continuations page by page.
@@ -635,9 +711,9 @@ impl Container {
         let key = convert::key("key", key)?;
         let id = convert::lease_id("lease_id", lease_id)?;
         let name = &self.name;
-        let lease = self
-            .handle
-            .run(py, |store| store.renew_lease(name, &key, id))?;
+        let lease = self.handle.run_in(py, &self.about(&key), |store| {
+            store.renew_lease(name, &key, id)
+        })?;
         Ok(self.lease_object(&key, lease))
     }
 
@@ -652,9 +728,9 @@ impl Container {
         let id = convert::lease_id("lease_id", lease_id)?;
         let proposed = convert::lease_id("proposed_id", proposed_id)?;
         let name = &self.name;
-        let lease = self
-            .handle
-            .run(py, |store| store.change_lease(name, &key, id, proposed))?;
+        let lease = self.handle.run_in(py, &self.about(&key), |store| {
+            store.change_lease(name, &key, id, proposed)
+        })?;
         self.handle
             .change_remembered_lease(&LeaseTarget::item(name, &key), lease.id);
         Ok(self.lease_object(&key, lease))
@@ -669,8 +745,9 @@ impl Container {
         let key = convert::key("key", key)?;
         let id = convert::lease_id("lease_id", lease_id)?;
         let name = &self.name;
-        self.handle
-            .run(py, |store| store.release_lease(name, &key, id))?;
+        self.handle.run_in(py, &self.about(&key), |store| {
+            store.release_lease(name, &key, id)
+        })?;
         self.handle.forget_lease(&LeaseTarget::item(name, &key));
         Ok(())
     }
@@ -687,16 +764,18 @@ impl Container {
         let key = convert::key("key", key)?;
         let period = convert::break_period(period)?;
         let name = &self.name;
-        let left = self
-            .handle
-            .run(py, |store| store.break_lease(name, &key, period))?;
+        let left = self.handle.run_in(py, &self.about(&key), |store| {
+            store.break_lease(name, &key, period)
+        })?;
         Ok(left.as_secs_f64())
     }
 
     fn lease_info(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<LeaseInfo> {
         let key = convert::key("key", key)?;
         let name = &self.name;
-        let info = self.handle.run(py, |store| store.lease_info(name, &key))?;
+        let info = self
+            .handle
+            .run_in(py, &self.about(&key), |store| store.lease_info(name, &key))?;
         Ok(LeaseInfo::new(
             &self.handle,
             &LeaseTarget::item(name, &key),
@@ -719,11 +798,30 @@ impl Container {
         let key = convert::key("key", key)?;
         let timeout = convert::duration("lock_timeout", lock_timeout)?;
         let name = &self.name;
-        let (item, handle) = self
-            .handle
-            .run(py, |store| store.get_and_lock(name, &key, timeout, force))?;
-        let item = item.map(|item| Item::new(py, item));
+        let (item, handle) = self.handle.run_in(py, &self.about(&key), |store| {
+            store.get_and_lock(name, &key, timeout, force)
+        })?;
+        let item = item.map(|item| Item::new(py, item)).transpose()?;
         (item, PyLockHandle { handle }).into_pyobject(py)
+    }
+
+    /// Locks the item for a `with` block (get-and-lock, docs/spec.md §6): the `CacheLock`
+    /// has the `item` (`None` when force-locking an absent key) and the `handle`;
+    /// `lock.put(value)` is put-and-unlock, and leaving the block unlocks what is still
+    /// locked. Never waits: `ObjectLocked` if it is locked or leased.
+    #[pyo3(signature = (key, lock_timeout, *, force = false))]
+    fn lock<'py>(
+        slf: &Bound<'py, Self>,
+        key: &Bound<'py, PyAny>,
+        lock_timeout: &Bound<'py, PyAny>,
+        force: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let locked = slf.get().get_and_lock(py, key, lock_timeout, force)?;
+        let (item, handle) = (locked.get_item(0)?, locked.get_item(1)?);
+        py.import("tenure")?
+            .getattr("CacheLock")?
+            .call1((slf, key, item, handle))
     }
 
     /// Replaces the locked item and unlocks it; returns the new ETag.
@@ -741,7 +839,8 @@ impl Container {
         let handle = convert::lock_handle("handle", handle)?;
         let ttl = convert::ttl(ttl)?;
         let name = &self.name;
-        let etag = self.handle.run(py, |store| {
+        let about = Context::item(name, &key).renaming(LOCK_RENAMES);
+        let etag = self.handle.run_in(py, &about, |store| {
             store.put_and_unlock(name, &key, &value, handle, ttl)
         })?;
         Ok(etag.to_string())
@@ -763,8 +862,9 @@ impl Container {
             None => None,
         };
         let name = &self.name;
+        let about = Context::item(name, &key).renaming(LOCK_RENAMES);
         self.handle
-            .run(py, |store| store.unlock(name, &key, handle, ttl))
+            .run_in(py, &about, |store| store.unlock(name, &key, handle, ttl))
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::container::ITERATE_PAGE_SIZE;
-use crate::errors::IntoPyResult;
-use crate::item::Item;
+use crate::errors::{Context, IntoPyResult};
+use crate::item::{generic_alias, ItemProperties};
 use crate::snapshot::SnapshotCell;
 use crate::store::Handle;
 
@@ -17,7 +17,8 @@ pub enum Source {
     Snapshot(Arc<SnapshotCell>),
 }
 
-/// Iterates a listing page by page (`Container.iterate`, `Snapshot.iterate`).
+/// Iterates a listing page by page (`Container.iterate`, `Snapshot.iterate`): `Item`s with
+/// `include_values=True`, else `ItemProperties`.
 #[pyclass(module = "tenure")]
 pub struct ItemIterator {
     source: Source,
@@ -54,14 +55,23 @@ impl ItemIterator {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Item>> {
+    #[classmethod]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        generic_alias(cls, item)
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         // Pages may be short (even empty) while a continuation still comes back.
         while self.buffered.is_empty() && !self.finished {
             let (container, prefix, continuation) =
                 (&self.container, &self.prefix, self.continuation.as_deref());
             let include_values = self.include_values;
+            let about = Context::container(container);
             let page = match &self.source {
-                Source::Store(handle) => handle.run(py, |store| {
+                Source::Store(handle) => handle.run_in(py, &about, |store| {
                     store.list(
                         container,
                         prefix,
@@ -82,12 +92,16 @@ impl ItemIterator {
                             )
                         })
                     })
-                    .py_result(py)?,
+                    .py_result_in(py, &crate::snapshot::context(cell, about))?,
             };
             self.finished = page.continuation.is_none();
             self.continuation = page.continuation;
             self.buffered.extend(page.items);
         }
-        Ok(self.buffered.pop_front().map(|item| Item::new(py, item)))
+        let include_values = self.include_values;
+        self.buffered
+            .pop_front()
+            .map(|item| ItemProperties::object(py, item, include_values))
+            .transpose()
     }
 }

@@ -29,6 +29,7 @@ fn tenure_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<feed::ChangeIterator>()?;
     module.add_class::<container::Container>()?;
     module.add_class::<item_iterator::ItemIterator>()?;
+    module.add_class::<item::ItemProperties>()?;
     module.add_class::<item::Item>()?;
     module.add_class::<item::Page>()?;
     module.add_class::<item::PyLockHandle>()?;

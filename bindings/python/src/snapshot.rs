@@ -10,8 +10,8 @@ use tenure::{Error, Store as EngineStore};
 
 use crate::container::{page_size, prefix, read_options};
 use crate::convert;
-use crate::errors::IntoPyResult;
-use crate::item::{Item, Page};
+use crate::errors::{Context, IntoPyResult};
+use crate::item::{Item, ItemProperties, Page};
 use crate::item_iterator::{ItemIterator, Source};
 use crate::store::Handle;
 
@@ -22,17 +22,40 @@ pub struct SnapshotInner {
     _store: Arc<EngineStore>,
 }
 
-/// `None` once the snapshot (or its store) is closed.
-pub type SnapshotCell = RwLock<Option<SnapshotInner>>;
+/// A snapshot is open until it is closed, or until its store is.
+pub enum SnapshotState {
+    Open(SnapshotInner),
+    Closed,
+    StoreClosed,
+}
+
+pub type SnapshotCell = RwLock<SnapshotState>;
 
 /// Runs `read` on the open snapshot; `Closed` once it was closed. Call it detached.
 pub fn with_snapshot<T>(
     cell: &SnapshotCell,
     read: impl FnOnce(&tenure::Snapshot<'static>) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    let guard = cell.read();
-    let inner = guard.as_ref().ok_or(Error::Closed)?;
-    read(&inner.snapshot)
+    match &*cell.read() {
+        SnapshotState::Open(inner) => read(&inner.snapshot),
+        _ => Err(Error::Closed),
+    }
+}
+
+/// What a `Closed` error from a snapshot says: which of the two was closed.
+pub fn closed_message(cell: &SnapshotCell) -> &'static str {
+    match &*cell.read() {
+        SnapshotState::StoreClosed => "the snapshot's store was closed (and the snapshot with it)",
+        _ => "the snapshot was closed (Snapshot.close() or the end of its with block); take a new one with store.snapshot()",
+    }
+}
+
+/// An error context for a read through the snapshot in `cell`.
+pub fn context<'a>(cell: &SnapshotCell, context: Context<'a>) -> Context<'a> {
+    Context {
+        closed: Some(closed_message(cell)),
+        ..context
+    }
 }
 
 #[pyclass(frozen, module = "tenure")]
@@ -61,7 +84,7 @@ impl Snapshot {
             })
             .py_result(py)?;
         let version = inner.snapshot.version();
-        let cell = Arc::new(RwLock::new(Some(inner)));
+        let cell = Arc::new(RwLock::new(SnapshotState::Open(inner)));
         handle.register_snapshot(&cell);
         Ok(Snapshot { cell, version })
     }
@@ -69,10 +92,12 @@ impl Snapshot {
     fn read<T: Send>(
         &self,
         py: Python<'_>,
+        about: Context<'_>,
         read: impl FnOnce(&tenure::Snapshot<'static>) -> Result<T, Error> + Send,
     ) -> PyResult<T> {
         let cell = &self.cell;
-        py.detach(|| with_snapshot(cell, read)).py_result(py)
+        py.detach(|| with_snapshot(cell, read))
+            .py_result_in(py, &context(cell, about))
     }
 }
 
@@ -86,7 +111,7 @@ impl Snapshot {
 
     #[getter]
     fn closed(&self) -> bool {
-        self.cell.read().is_none()
+        !matches!(&*self.cell.read(), SnapshotState::Open(_))
     }
 
     /// Releases the snapshot (old versions it kept become reclaimable). Later reads raise
@@ -94,12 +119,21 @@ impl Snapshot {
     fn close(&self, py: Python<'_>) {
         let cell = &self.cell;
         // Dropping it waits for a read in progress, so do it detached.
-        let inner = py.detach(|| cell.write().take());
-        drop(inner);
+        let previous = py.detach(|| {
+            let mut state = cell.write();
+            match &*state {
+                SnapshotState::Open(_) => std::mem::replace(&mut *state, SnapshotState::Closed),
+                _ => SnapshotState::Closed,
+            }
+        });
+        drop(previous);
     }
 
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
+    /// `with snapshot:` closes it on exit; entering a closed one raises `Closed`.
+    fn __enter__(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
+        let this = slf.get();
+        this.read(slf.py(), Context::NONE, |_| Ok(()))?;
+        Ok(slf.clone().unbind())
     }
 
     #[pyo3(signature = (exc_type, exc_value, traceback))]
@@ -119,9 +153,9 @@ impl Snapshot {
     }
 
     #[pyo3(signature = (container, key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, lease_id = None))]
-    fn get(
+    fn get<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         container: &Bound<'_, PyAny>,
         key: &Bound<'_, PyAny>,
         if_match: Option<&Bound<'_, PyAny>>,
@@ -129,7 +163,7 @@ impl Snapshot {
         if_modified_since: Option<&Bound<'_, PyAny>>,
         if_unmodified_since: Option<&Bound<'_, PyAny>>,
         lease_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Item> {
+    ) -> PyResult<Bound<'py, Item>> {
         let container = convert::container_name("container", container)?;
         let key = convert::key("key", key)?;
         let options = read_options(
@@ -139,14 +173,16 @@ impl Snapshot {
             if_unmodified_since,
             lease_id,
         )?;
-        let item = self.read(py, |snapshot| snapshot.get(&container, &key, &options))?;
-        Ok(Item::new(py, item))
+        let item = self.read(py, Context::item(&container, &key), |snapshot| {
+            snapshot.get(&container, &key, &options)
+        })?;
+        Item::new(py, item)
     }
 
     #[pyo3(signature = (container, key, *, if_match = None, if_none_match = None, if_modified_since = None, if_unmodified_since = None, lease_id = None))]
-    fn get_properties(
+    fn get_properties<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         container: &Bound<'_, PyAny>,
         key: &Bound<'_, PyAny>,
         if_match: Option<&Bound<'_, PyAny>>,
@@ -154,7 +190,7 @@ impl Snapshot {
         if_modified_since: Option<&Bound<'_, PyAny>>,
         if_unmodified_since: Option<&Bound<'_, PyAny>>,
         lease_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Item> {
+    ) -> PyResult<Bound<'py, ItemProperties>> {
         let container = convert::container_name("container", container)?;
         let key = convert::key("key", key)?;
         let options = read_options(
@@ -164,10 +200,10 @@ impl Snapshot {
             if_unmodified_since,
             lease_id,
         )?;
-        let item = self.read(py, |snapshot| {
+        let item = self.read(py, Context::item(&container, &key), |snapshot| {
             snapshot.get_properties(&container, &key, &options)
         })?;
-        Ok(Item::new(py, item))
+        ItemProperties::new(py, item)
     }
 
     #[pyo3(signature = (container, prefix = None, *, page_size = None, continuation = None, include_values = false), text_signature = "($self, container, prefix='', *, page_size=1000, continuation=None, include_values=False)")]
@@ -190,7 +226,7 @@ impl Snapshot {
             _ => 1000,
         };
         let continuation = convert::optional_text("continuation", continuation)?;
-        let page = self.read(py, |snapshot| {
+        let page = self.read(py, Context::container(&container), |snapshot| {
             snapshot.list(
                 &container,
                 &prefix,
@@ -199,7 +235,7 @@ impl Snapshot {
                 include_values,
             )
         })?;
-        Page::new(py, page)
+        Page::new(py, page, include_values)
     }
 
     #[pyo3(signature = (container, prefix = None, *, include_values = false), text_signature = "($self, container, prefix='', *, include_values=False)")]
@@ -222,7 +258,44 @@ impl Snapshot {
         ))
     }
 
+    /// Whether the item exists (and has not expired) at the snapshot's version.
+    fn exists(
+        &self,
+        py: Python<'_>,
+        container: &Bound<'_, PyAny>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let container = convert::container_name("container", container)?;
+        let key = convert::key("key", key)?;
+        self.read(py, Context::item(&container, &key), |snapshot| {
+            crate::container::found(snapshot.get_properties(
+                &container,
+                &key,
+                &tenure::ReadOptions::default(),
+            ))
+        })
+    }
+
+    /// How many live items of `container` have keys starting with `prefix`, at the
+    /// snapshot's version: a scan of those keys (GIL released), not a stored count.
+    #[pyo3(signature = (container, prefix = None), text_signature = "($self, container, prefix='')")]
+    fn count(
+        &self,
+        py: Python<'_>,
+        container: &Bound<'_, PyAny>,
+        prefix: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
+        let container = convert::container_name("container", container)?;
+        let prefix = match prefix {
+            Some(value) => self::prefix(value)?.into_owned(),
+            None => Vec::new(),
+        };
+        self.read(py, Context::container(&container), |snapshot| {
+            snapshot.scan(&container, &prefix, &[], |_| true)
+        })
+    }
+
     fn list_containers(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        self.read(py, |snapshot| snapshot.list_containers())
+        self.read(py, Context::NONE, |snapshot| snapshot.list_containers())
     }
 }

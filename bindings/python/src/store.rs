@@ -20,7 +20,7 @@ use crate::batch::Batch;
 use crate::clock::ManualClock;
 use crate::container::Container;
 use crate::convert;
-use crate::errors::IntoPyResult;
+use crate::errors::{Context, IntoPyResult};
 use crate::lease::{Lease, LeaseDurationArg, LeaseInfo, LeaseTarget};
 use crate::snapshot::{Snapshot, SnapshotCell};
 
@@ -39,6 +39,8 @@ pub struct Handle {
     /// since it opened went through here. Leases from before the open show `None`.
     lease_durations: Mutex<HashMap<LeaseTarget, (LeaseId, LeaseDuration)>>,
     pub path: PathBuf,
+    /// "sync" or "buffered", as opened.
+    pub durability: &'static str,
     /// The process that opened the store. In a child that inherited the handle through
     /// `os.fork()`, every engine call raises `UsedAfterFork`, and `close()` waits for nothing:
     /// the calls that held the store belong to threads the child does not have.
@@ -60,9 +62,12 @@ impl Handle {
     pub fn run_without_waiting<T>(
         &self,
         py: Python<'_>,
+        context: &Context<'_>,
         read: impl FnOnce(&EngineStore) -> Result<T, Error>,
     ) -> PyResult<T> {
-        self.store().and_then(|store| read(&store)).py_result(py)
+        self.store()
+            .and_then(|store| read(&store))
+            .py_result_in(py, context)
     }
 
     /// Runs one engine call with the GIL released. Arguments must already be converted (and
@@ -72,11 +77,24 @@ impl Handle {
         F: FnOnce(&EngineStore) -> Result<T, Error> + Send,
         T: Send,
     {
+        self.run_in(py, &Context::NONE, operation)
+    }
+
+    /// Like [`run`](Self::run); an error names what `context` says the call was about.
+    pub fn run_in<T, F>(&self, py: Python<'_>, context: &Context<'_>, operation: F) -> PyResult<T>
+    where
+        F: FnOnce(&EngineStore) -> Result<T, Error> + Send,
+        T: Send,
+    {
         py.detach(|| {
             let store = self.store()?;
             operation(&store)
         })
-        .py_result(py)
+        .py_result_in(py, context)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.store.read().is_none()
     }
 
     pub fn register_snapshot(&self, cell: &Arc<SnapshotCell>) {
@@ -123,7 +141,13 @@ impl Handle {
         // Snapshots hold the store: end them (each waits for a read in progress).
         let snapshots: Vec<_> = self.snapshots.lock().drain(..).collect();
         for snapshot in snapshots.iter().filter_map(Weak::upgrade) {
-            snapshot.write().take();
+            let mut state = snapshot.write();
+            if matches!(&*state, crate::snapshot::SnapshotState::Open(_)) {
+                let open =
+                    std::mem::replace(&mut *state, crate::snapshot::SnapshotState::StoreClosed);
+                drop(state);
+                drop(open);
+            }
         }
         // Calls already running in other threads hold it too, for the length of one call.
         let deadline = Instant::now() + CLOSE_WAIT;
@@ -218,6 +242,20 @@ fn store_options(
                 store_options.background_compaction_sealed_segments =
                     as_usize(positive("background_compaction_sealed_segments")?)
             }
+            "change_feed_retention_versions" => {
+                store_options.change_feed_retention_versions = if value.is_none() {
+                    None
+                } else {
+                    Some(positive("change_feed_retention_versions")?)
+                }
+            }
+            "change_feed_retention_bytes" => {
+                store_options.change_feed_retention_bytes = if value.is_none() {
+                    None
+                } else {
+                    Some(positive("change_feed_retention_bytes")?)
+                }
+            }
             other => {
                 return Err(PyTypeError::new_err(format!(
                     "open() got an unexpected keyword argument '{other}'"
@@ -239,6 +277,10 @@ pub fn open(
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Store> {
     let store_options = store_options(py, durability, clock.as_deref(), options)?;
+    let durability = match store_options.durability {
+        Durability::Buffered => "buffered",
+        _ => "sync",
+    };
     let opened = py
         .detach(|| EngineStore::open(&path, store_options))
         .py_result(py)?;
@@ -248,6 +290,7 @@ pub fn open(
             snapshots: Mutex::new(Vec::new()),
             lease_durations: Mutex::new(HashMap::new()),
             path,
+            durability,
             opened_by_pid: std::process::id(),
         }),
     })
@@ -293,7 +336,7 @@ impl Store {
 
     #[getter]
     fn closed(&self) -> bool {
-        self.handle.store.read().is_none()
+        self.handle.is_closed()
     }
 
     #[getter]
@@ -301,8 +344,16 @@ impl Store {
         self.handle.path.display().to_string()
     }
 
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
+    /// "sync" or "buffered", as the store was opened.
+    #[getter]
+    fn durability(&self) -> &'static str {
+        self.handle.durability
+    }
+
+    /// `with store:` closes it on exit; entering a closed store raises `Closed`.
+    fn __enter__(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
+        slf.get().handle.store().py_result(slf.py())?;
+        Ok(slf.clone().unbind())
     }
 
     #[pyo3(signature = (exc_type, exc_value, traceback))]
@@ -331,20 +382,36 @@ impl Store {
         self.handle.run(py, |store| Ok(store.version()))
     }
 
-    /// Every committed change after version `since`, oldest first (docs/spec.md §10).
-    #[pyo3(signature = (since=0, *, container=None, include_values=false))]
+    /// Every committed change after version `since`, oldest first (docs/spec.md §10). The
+    /// iterator ends at the newest change; resume from the last `version` processed. A
+    /// position older than the retained history raises `Compacted`.
+    #[pyo3(signature = (since=None, *, container=None, include_values=false), text_signature = "($self, since=0, *, container=None, include_values=False)")]
     fn changes(
         &self,
-        since: u64,
-        container: Option<String>,
+        since: Option<&Bound<'_, PyAny>>,
+        container: Option<&Bound<'_, PyAny>>,
         include_values: bool,
-    ) -> crate::feed::ChangeIterator {
-        crate::feed::ChangeIterator::new(Arc::clone(&self.handle), since, container, include_values)
+    ) -> PyResult<crate::feed::ChangeIterator> {
+        let since = crate::feed::since(since)?;
+        let container = convert::optional_text("container", container)?;
+        Ok(crate::feed::ChangeIterator::new(
+            Arc::clone(&self.handle),
+            since,
+            container,
+            include_values,
+        ))
     }
 
-    /// Blocks until a change newer than `since` commits or `timeout` seconds pass.
+    /// Blocks (GIL released) until a change newer than `since` commits or `timeout` passes
+    /// (seconds or a `timedelta`, at most a day). Returns whether one is there.
     #[pyo3(signature = (since, timeout))]
-    fn wait_for_changes(&self, py: Python<'_>, since: u64, timeout: f64) -> PyResult<bool> {
+    fn wait_for_changes(
+        &self,
+        py: Python<'_>,
+        since: &Bound<'_, PyAny>,
+        timeout: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let since = crate::feed::since(Some(since))?;
         crate::feed::wait_for_changes(&self.handle, py, since, timeout)
     }
 
@@ -362,6 +429,8 @@ impl Store {
         result.set_item("items_relocated", report.items_relocated)?;
         result.set_item("containers_relocated", report.containers_relocated)?;
         result.set_item("deferred_by_snapshot", report.deferred_by_snapshot)?;
+        result.set_item("retained_for_change_feed", report.retained_for_change_feed)?;
+        result.set_item("deferred_by_writes", report.deferred_by_writes)?;
         Ok(result)
     }
 
@@ -396,23 +465,24 @@ impl Store {
             metadata,
             default_ttl_seconds,
         };
-        let created = self
-            .handle
-            .run(py, |store| match store.create_container(&name, &options) {
+        let created = self.handle.run_in(py, &in_container(&name), |store| {
+            match store.create_container(&name, &options) {
                 Ok(_) => Ok(()),
                 Err(error) if exist_ok && error.code() == ErrorCode::ContainerAlreadyExists => {
                     Ok(())
                 }
                 Err(error) => Err(error),
-            });
+            }
+        });
         created.map(|()| self.container_object(name))
     }
 
     /// The container `name`; `ContainerNotFound` if it does not exist.
     fn container(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Container> {
         let name = text_name(name)?;
-        self.handle
-            .run(py, |store| store.container_properties(&name).map(drop))?;
+        self.handle.run_in(py, &in_container(&name), |store| {
+            store.container_properties(&name).map(drop)
+        })?;
         Ok(self.container_object(name))
     }
 
@@ -437,8 +507,9 @@ impl Store {
             )?,
             lease_id: convert::optional_lease_id("lease_id", lease_id)?,
         };
-        self.handle
-            .run(py, |store| store.delete_container(&name, &options))?;
+        self.handle.run_in(py, &in_container(&name), |store| {
+            store.delete_container(&name, &options)
+        })?;
         self.handle.forget_lease(&LeaseTarget::container(&name));
         Ok(())
     }
@@ -466,9 +537,9 @@ impl Store {
             proposed_id: convert::optional_lease_id("proposed_id", proposed_id)?,
             holder: convert::optional_text("holder", holder)?,
         };
-        let lease = self
-            .handle
-            .run(py, |store| store.acquire_container_lease(&name, &request))?;
+        let lease = self.handle.run_in(py, &in_container(&name), |store| {
+            store.acquire_container_lease(&name, &request)
+        })?;
         Ok(self.container_lease(&name, lease, Some(request.duration)))
     }
 
@@ -480,9 +551,9 @@ impl Store {
     ) -> PyResult<Lease> {
         let name = text_name(name)?;
         let id = convert::lease_id("lease_id", lease_id)?;
-        let lease = self
-            .handle
-            .run(py, |store| store.renew_container_lease(&name, id))?;
+        let lease = self.handle.run_in(py, &in_container(&name), |store| {
+            store.renew_container_lease(&name, id)
+        })?;
         Ok(self.container_lease(&name, lease, None))
     }
 
@@ -496,7 +567,7 @@ impl Store {
         let name = text_name(name)?;
         let id = convert::lease_id("lease_id", lease_id)?;
         let proposed = convert::lease_id("proposed_id", proposed_id)?;
-        let lease = self.handle.run(py, |store| {
+        let lease = self.handle.run_in(py, &in_container(&name), |store| {
             store.change_container_lease(&name, id, proposed)
         })?;
         self.handle
@@ -512,8 +583,9 @@ impl Store {
     ) -> PyResult<()> {
         let name = text_name(name)?;
         let id = convert::lease_id("lease_id", lease_id)?;
-        self.handle
-            .run(py, |store| store.release_container_lease(&name, id))?;
+        self.handle.run_in(py, &in_container(&name), |store| {
+            store.release_container_lease(&name, id)
+        })?;
         self.handle.forget_lease(&LeaseTarget::container(&name));
         Ok(())
     }
@@ -528,17 +600,17 @@ impl Store {
     ) -> PyResult<f64> {
         let name = text_name(name)?;
         let period = convert::break_period(period)?;
-        let left = self
-            .handle
-            .run(py, |store| store.break_container_lease(&name, period))?;
+        let left = self.handle.run_in(py, &in_container(&name), |store| {
+            store.break_container_lease(&name, period)
+        })?;
         Ok(left.as_secs_f64())
     }
 
     fn container_lease_info(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<LeaseInfo> {
         let name = text_name(name)?;
-        let info = self
-            .handle
-            .run(py, |store| store.container_lease_info(&name))?;
+        let info = self.handle.run_in(py, &in_container(&name), |store| {
+            store.container_lease_info(&name)
+        })?;
         Ok(LeaseInfo::new(
             &self.handle,
             &LeaseTarget::container(&name),
@@ -556,6 +628,12 @@ impl Store {
     fn batch(&self) -> Batch {
         Batch::new(Arc::clone(&self.handle))
     }
+}
+
+/// Errors of a Store method about container `name` (the engine's `container` is the
+/// caller's `name`).
+fn in_container(name: &str) -> Context<'_> {
+    Context::container(name).renaming(&[("container", "name")])
 }
 
 /// A container name argument: `str` only (TypeError otherwise).

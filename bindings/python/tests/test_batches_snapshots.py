@@ -152,7 +152,7 @@ def test_a_snapshot_is_repeatable(store: tenure.Store) -> None:
             snapshot.get(items, "c")
         assert [item.key for item in snapshot.iterate(items)] == ["a", "b"]
         assert snapshot.list_containers() == ["items"]
-        assert snapshot.get_properties(items, "a").value is None
+        assert type(snapshot.get_properties(items, "a")) is tenure.ItemProperties
         assert snapshot.version == version
         # A compaction meanwhile does not take what the snapshot needs.
         store.compact()

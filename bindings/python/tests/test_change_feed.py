@@ -26,7 +26,8 @@ def test_changes_reports_every_committed_change_in_order(store: tenure.Store) ->
         "created",
         "created",
     ]
-    assert changes[1].key == b"a" and changes[1].etag == etag and changes[1].value == b"1"
+    assert changes[1].key == "a" and changes[1].key_bytes == b"a"  # the rule of Item.key
+    assert changes[1].etag == etag and changes[1].value == b"1"
     assert changes[4].version == changes[5].version, "a batch shares one version"
     assert all(earlier.version <= later.version for earlier, later in zip(changes, changes[1:]))
     # Resume from the last version processed: nothing is repeated.

@@ -103,7 +103,8 @@ def test_paging_returns_every_item_once_in_key_order(
         page = container.list("doc-", page_size=page_size, continuation=continuation)
         pages += 1
         assert len(page.items) <= page_size
-        assert all(item.value is None for item in page.items)  # values only when asked
+        # Values only when asked: properties-only items have no value attribute.
+        assert all(type(item) is tenure.ItemProperties for item in page.items)
         seen += [item.key for item in page.items]
         continuation = page.continuation
         if continuation is None:
@@ -142,9 +143,12 @@ def test_bytes_keys_and_values(container: tenure.Container) -> None:
     container.put(b"\xff\x00binary", bytearray(b"from a bytearray"))
     container.put("text-ключ", memoryview(b"from a memoryview"))
     binary = container.get(b"\xff\x00binary")
-    assert binary.key == b"\xff\x00binary"  # not UTF-8: bytes
+    # Not UTF-8: still a str (PEP 383 surrogateescape), which names the same item again.
+    assert binary.key == "\udcff\x00binary"
     assert binary.key_bytes == b"\xff\x00binary"
     assert binary.value == b"from a bytearray"
+    assert container.get(binary.key).key_bytes == b"\xff\x00binary"
+    assert [item.key for item in container.iterate()][-1] == binary.key  # sorts last (0xff)
     text = container.get("text-ключ".encode())
     assert text.key == "text-ключ"  # valid UTF-8: str
     assert text.value == b"from a memoryview"
@@ -166,7 +170,9 @@ def test_item_properties(container: tenure.Container) -> None:
     assert item.expires_at is None
     assert isinstance(item.version, int) and etag == f'"0x{item.version:016X}"'
     properties = container.get_properties("key")
-    assert properties.value is None and properties.etag == etag
+    assert type(properties) is tenure.ItemProperties and properties.etag == etag
+    assert not hasattr(properties, "value")
+    assert isinstance(item, tenure.ItemProperties)  # an Item is its properties plus value
     assert "key" in repr(item)
 
 

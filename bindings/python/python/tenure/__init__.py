@@ -9,13 +9,17 @@ stores — ETags and conditions, leases, cache locks — over a checksummed log.
         inventory.put("RadioInventory", b"9", if_match=etag)   # ConditionNotMet if it moved
 
 The behaviour contract is docs/spec.md of the tenure project; every error is a subclass of
-`TenureError` carrying the code name of docs/spec.md §12 (`.code`), its status number (`.status`) and, for a
-refused precondition, the item's current ETag (`.etag`).
+`TenureError` carrying the code name of docs/spec.md §12 (`.code`), its status number
+(`.status`), the container and key it concerns (`.container`, `.key`) and, for a refused
+precondition, the item's current ETag (`.etag`).
+
+`tenure.aio` is the same API as coroutines, for asyncio programs.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Type
+from types import TracebackType
+from typing import Any, Dict, Optional, Type, Union
 
 from ._tenure import (
     Batch,
@@ -24,6 +28,7 @@ from ._tenure import (
     Container,
     Item,
     ItemIterator,
+    ItemProperties,
     Lease,
     LeaseInfo,
     LockHandle,
@@ -42,6 +47,7 @@ __all__ = [
     "ChangeIterator",
     "Container",
     "Item",
+    "ItemProperties",
     "ItemIterator",
     "Page",
     "Snapshot",
@@ -49,6 +55,7 @@ __all__ = [
     "Lease",
     "LeaseInfo",
     "LockHandle",
+    "CacheLock",
     "ManualClock",
     "TenureError",
     "NotModified",
@@ -96,8 +103,10 @@ __all__ = [
 class TenureError(Exception):
     """Base of every tenure error.
 
-    ``code`` is the docs/spec.md §12 code name, ``status`` its HTTP-style number, ``etag`` the item's
-    current ETag where a refused precondition reports one (else ``None``).
+    ``code`` is the docs/spec.md §12 code name, ``status`` its HTTP-style number, ``etag`` the
+    item's current ETag where a refused precondition reports one (else ``None``), and
+    ``container`` and ``key`` what the failed call was about (``None`` where it was about no
+    container or key). ``key`` follows the rule of ``Item.key``: always a ``str``.
     """
 
     code: str = "TenureError"
@@ -109,12 +118,27 @@ class TenureError(Exception):
         *,
         code: Optional[str] = None,
         etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
         self.etag = etag
+        self.container = container
+        self.key = key
+
+    def __reduce__(self) -> Any:
+        # Rebuild with every attribute (a worker process re-raising it keeps them).
+        return (_rebuild_error, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild_error(cls: Type[TenureError], message: str, state: Dict[str, Any]) -> TenureError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
 
 
 class NotModified(TenureError):
@@ -125,7 +149,7 @@ class NotModified(TenureError):
 
 
 class InvalidArgument(TenureError, ValueError):
-    """400: a bad argument (``argument`` names it); nothing changed."""
+    """400: a bad argument (``argument`` names it as the caller did); nothing changed."""
 
     code = "InvalidArgument"
     status = 400
@@ -136,9 +160,11 @@ class InvalidArgument(TenureError, ValueError):
         *,
         code: Optional[str] = None,
         etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
         argument: Optional[str] = None,
     ) -> None:
-        super().__init__(message, code=code, etag=etag)
+        super().__init__(message, code=code, etag=etag, container=container, key=key)
         self.argument = argument
 
 
@@ -258,10 +284,12 @@ class FailedDependency(TenureError):
         *,
         code: Optional[str] = None,
         etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
         index: int = 0,
         cause: Optional[TenureError] = None,
     ) -> None:
-        super().__init__(message, code=code, etag=etag)
+        super().__init__(message, code=code, etag=etag, container=container, key=key)
         self.index = index
         self.cause = cause
 
@@ -278,9 +306,11 @@ class StoreLocked(TenureError):
         *,
         code: Optional[str] = None,
         etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
         path: Optional[str] = None,
     ) -> None:
-        super().__init__(message, code=code, etag=etag)
+        super().__init__(message, code=code, etag=etag, container=container, key=key)
         self.path = path
 
 
@@ -296,11 +326,13 @@ class StorageError(TenureError):
         *,
         code: Optional[str] = None,
         etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
         path: Optional[str] = None,
         offset: Optional[int] = None,
         errno: Optional[int] = None,
     ) -> None:
-        super().__init__(message, code=code, etag=etag)
+        super().__init__(message, code=code, etag=etag, container=container, key=key)
         self.path = path
         self.offset = offset
         self.errno = errno
@@ -336,11 +368,25 @@ class ReadOnly(TenureError):
 
 class Compacted(TenureError):
     """410: the change-feed position is older than the history the store keeps (compacted
-    away); the message names the oldest available version. Resume from there, or re-read the
-    current state."""
+    away). ``oldest_available`` is the oldest version still in the feed: resume from
+    ``oldest_available - 1``, or re-read the current state. Keep more history with
+    ``tenure.open(..., change_feed_retention_versions=N)`` or ``..._bytes=N``."""
 
     code = "Compacted"
     status = 410
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: Optional[str] = None,
+        etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
+        oldest_available: Optional[int] = None,
+    ) -> None:
+        super().__init__(message, code=code, etag=etag, container=container, key=key)
+        self.oldest_available = oldest_available
 
 
 class Busy(TenureError):
@@ -406,27 +452,101 @@ def _make_error(
 ) -> TenureError:
     """Called by the native module: the exception for one engine error."""
     cls = ERROR_CODES.get(code, TenureError)
+    where: Dict[str, Any] = {
+        "etag": etag,
+        "container": details.get("container"),
+        "key": details.get("key"),
+    }
     if code == "InvalidArgument":
-        return InvalidArgument(message, etag=etag, argument=details.get("argument"))
+        return InvalidArgument(message, argument=details.get("argument"), **where)
     if code == "StoreLocked":
         path = details.get("path")
-        return StoreLocked(message, etag=etag, path=None if path is None else str(path))
+        return StoreLocked(message, path=None if path is None else str(path), **where)
+    if code == "Compacted":
+        return Compacted(message, oldest_available=details.get("oldest_available"), **where)
     if issubclass(cls, StorageError):
         path = details.get("path")
         return cls(
             message,
-            etag=etag,
             path=None if path is None else str(path),
             offset=details.get("offset"),
             errno=details.get("errno"),
+            **where,
         )
     if cls is TenureError:
-        return TenureError(message, code=code, etag=etag)
-    return cls(message, etag=etag)
+        return TenureError(message, code=code, **where)
+    return cls(message, **where)
 
 
 def _batch_failed(index: int, cause: TenureError, message: str) -> FailedDependency:
     """Called by the native module when a batch fails at operation ``index``."""
-    error = FailedDependency(message, etag=cause.etag, index=index, cause=cause)
+    error = FailedDependency(
+        message,
+        etag=cause.etag,
+        container=cause.container,
+        key=cause.key,
+        index=index,
+        cause=cause,
+    )
     error.__cause__ = cause
     return error
+
+
+# ----- helpers written in Python -----
+
+
+class CacheLock:
+    """A cache lock held for a ``with`` block (``Container.lock``, docs/spec.md §6).
+
+    ``item`` is the item as locked (``None`` when force-locking an absent key) and
+    ``handle`` the lock handle. ``put(value)`` writes and unlocks in one call
+    (put-and-unlock); ``unlock()`` releases without writing. Leaving the block unlocks the
+    item if it is still locked; after an exception in the block a failed unlock is ignored
+    (the block's exception goes on), after a clean block it is raised — it means the lock ran
+    out (``ObjectNotLocked``) or was taken over (``InvalidLockHandle``) — except when the item
+    is gone.
+    """
+
+    def __init__(
+        self, container: Container, key: Union[str, bytes], item: Optional[Item], handle: LockHandle
+    ) -> None:
+        self.container = container
+        self.key = key
+        self.item = item
+        self.handle = handle
+        self.held = True
+
+    def put(self, value: Union[bytes, bytearray, memoryview], *, ttl: Any = None) -> str:
+        """Replaces the locked item with ``value`` and unlocks it; returns the new ETag."""
+        etag = self.container.put_and_unlock(self.key, value, self.handle, ttl=ttl)
+        self.held = False
+        return etag
+
+    def unlock(self, *, ttl: Any = None) -> None:
+        """Releases the lock without writing (``ttl`` given: the expiry restarts with it)."""
+        self.container.unlock(self.key, self.handle, ttl=ttl)
+        self.held = False
+
+    def __enter__(self) -> "CacheLock":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        if not self.held:
+            return
+        try:
+            self.unlock()
+        except NotFound:
+            self.held = False
+        except TenureError:
+            self.held = False
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        state = "held" if self.held else "released"
+        return f"tenure.CacheLock(container={self.container.name!r}, key={self.key!r}, {state})"

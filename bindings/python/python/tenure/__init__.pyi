@@ -1,10 +1,30 @@
 # Type stubs for tenure (hand-written; `python -m mypy.stubtest tenure` checks them against the
 # runtime). The classes below Store are defined by the native module tenure._tenure.
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from os import PathLike
 from types import TracebackType
-from typing import Any, Callable, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Type, Union, final
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Generic,
+    Iterator,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    final,
+    overload,
+)
+
+from typing_extensions import disjoint_base
 
 __version__: str
 
@@ -13,6 +33,7 @@ __all__ = [
     "Store",
     "Container",
     "Item",
+    "ItemProperties",
     "ItemIterator",
     "Change",
     "ChangeIterator",
@@ -22,6 +43,7 @@ __all__ = [
     "Lease",
     "LeaseInfo",
     "LockHandle",
+    "CacheLock",
     "ManualClock",
     "TenureError",
     "NotModified",
@@ -65,8 +87,16 @@ __all__ = [
 _Key = Union[str, bytes]
 _Value = Union[bytes, bytearray, memoryview]
 _Time = Union[datetime, int, float]
+# Durations: seconds (int or float) or a timedelta, everywhere.
+_Seconds = Union[int, float, timedelta]
+_I = TypeVar("_I", bound=ItemProperties, covariant=True)
 _ETags = Union[str, Sequence[str]]
-_LeaseIdArg = Union[str, Lease]
+class _LeaseHolder(Protocol):
+    """Anything holding a Lease as `_tenure_lease` (a `tenure.aio.Lease`)."""
+    @property
+    def _tenure_lease(self) -> Lease: ...
+
+_LeaseIdArg = Union[str, Lease, _LeaseHolder]
 _LockHandleArg = Union[LockHandle, str]
 _Metadata = Mapping[str, str]
 _ContainerArg = Union[str, Container]
@@ -82,13 +112,15 @@ def open(
 
     options: segment_size_bytes, max_key_bytes, max_value_bytes, max_metadata_bytes,
     max_content_type_bytes, max_batch_operations, max_batch_bytes, max_page_size,
-    background_compaction_interval (seconds or None), background_compaction_sealed_segments.
+    background_compaction_interval (seconds, a timedelta or None),
+    background_compaction_sealed_segments, change_feed_retention_versions,
+    change_feed_retention_bytes.
     """
 
 @final
 class ManualClock:
     def __new__(cls, now: _Time) -> ManualClock: ...
-    def advance(self, seconds: Union[int, float]) -> None: ...
+    def advance(self, seconds: _Seconds) -> None: ...
     def set(self, now: _Time) -> None: ...
     def now(self) -> datetime: ...
     def timestamp(self) -> float: ...
@@ -101,6 +133,8 @@ class Store:
     def path(self) -> str: ...
     @property
     def version(self) -> int: ...
+    @property
+    def durability(self) -> Literal["sync", "buffered"]: ...
     def close(self) -> None: ...
     def __enter__(self) -> Store: ...
     def __exit__(
@@ -114,13 +148,13 @@ class Store:
     def changes(
         self, since: int = 0, *, container: Optional[str] = None, include_values: bool = False
     ) -> ChangeIterator: ...
-    def wait_for_changes(self, since: int, timeout: float) -> bool: ...
+    def wait_for_changes(self, since: int, timeout: _Seconds) -> bool: ...
     def create_container(
         self,
         name: str,
         *,
         metadata: Optional[_Metadata] = None,
-        default_ttl: Optional[int] = None,
+        default_ttl: Optional[_Seconds] = None,
         exist_ok: bool = False,
     ) -> Container: ...
     def container(self, name: str) -> Container: ...
@@ -136,7 +170,7 @@ class Store:
     def acquire_container_lease(
         self,
         name: str,
-        duration: Optional[int] = 15,
+        duration: Optional[_Seconds] = 15,
         *,
         proposed_id: Optional[str] = None,
         holder: Optional[str] = None,
@@ -144,7 +178,7 @@ class Store:
     def renew_container_lease(self, name: str, lease_id: _LeaseIdArg) -> Lease: ...
     def change_container_lease(self, name: str, lease_id: _LeaseIdArg, proposed_id: str) -> Lease: ...
     def release_container_lease(self, name: str, lease_id: _LeaseIdArg) -> None: ...
-    def break_container_lease(self, name: str, period: Optional[int] = None) -> float: ...
+    def break_container_lease(self, name: str, period: Optional[_Seconds] = None) -> float: ...
     def container_lease_info(self, name: str) -> LeaseInfo: ...
     def snapshot(self) -> Snapshot: ...
     def batch(self) -> Batch: ...
@@ -172,7 +206,10 @@ class Container:
         if_modified_since: Optional[_Time] = None,
         if_unmodified_since: Optional[_Time] = None,
         lease_id: Optional[_LeaseIdArg] = None,
-    ) -> Item: ...
+    ) -> ItemProperties: ...
+    def exists(self, key: _Key) -> bool: ...
+    def __contains__(self, key: object, /) -> bool: ...
+    def count(self, prefix: _Key = "") -> int: ...
     def put(
         self,
         key: _Key,
@@ -180,7 +217,7 @@ class Container:
         *,
         content_type: Optional[str] = None,
         metadata: Optional[_Metadata] = None,
-        ttl: Optional[int] = None,
+        ttl: Optional[_Seconds] = None,
         if_match: Optional[_ETags] = None,
         if_none_match: Optional[_ETags] = None,
         if_modified_since: Optional[_Time] = None,
@@ -196,7 +233,7 @@ class Container:
         *,
         content_type: Optional[str] = None,
         metadata: Optional[_Metadata] = None,
-        ttl: Optional[int] = None,
+        ttl: Optional[_Seconds] = None,
         if_match: Optional[_ETags] = None,
         if_none_match: Optional[_ETags] = None,
         if_modified_since: Optional[_Time] = None,
@@ -212,7 +249,7 @@ class Container:
         *,
         content_type: Optional[str] = None,
         metadata: Optional[_Metadata] = None,
-        ttl: Optional[int] = None,
+        ttl: Optional[_Seconds] = None,
         if_match: Optional[_ETags] = None,
         if_none_match: Optional[_ETags] = None,
         if_modified_since: Optional[_Time] = None,
@@ -252,11 +289,33 @@ class Container:
         key: _Key,
         fn: Callable[[bytes], _Value],
         *,
-        max_attempts: int = 10,
+        max_attempts: Optional[int] = None,
+        timeout: Optional[_Seconds] = 30.0,
         create_default: Optional[_Value] = None,
         lease_id: Optional[_LeaseIdArg] = None,
-    ) -> Item: ...
+    ) -> Item:
+        """Read, apply `fn`, write back with `if_match`; under contention retries with a
+        jittered backoff until it wins, `timeout` passes or `max_attempts` were made."""
     def get_if_newer(self, key: _Key, version: int) -> Optional[Item]: ...
+    @overload
+    def list(
+        self,
+        prefix: _Key = "",
+        *,
+        page_size: int = 1000,
+        continuation: Optional[str] = None,
+        include_values: Literal[False] = False,
+    ) -> Page[ItemProperties]: ...
+    @overload
+    def list(
+        self,
+        prefix: _Key = "",
+        *,
+        page_size: int = 1000,
+        continuation: Optional[str] = None,
+        include_values: Literal[True],
+    ) -> Page[Item]: ...
+    @overload
     def list(
         self,
         prefix: _Key = "",
@@ -264,48 +323,62 @@ class Container:
         page_size: int = 1000,
         continuation: Optional[str] = None,
         include_values: bool = False,
-    ) -> Page: ...
-    def iterate(self, prefix: _Key = "", *, include_values: bool = False) -> ItemIterator: ...
+    ) -> Page[ItemProperties]: ...
+    @overload
+    def iterate(self, prefix: _Key = "", *, include_values: Literal[False] = False) -> ItemIterator[ItemProperties]: ...
+    @overload
+    def iterate(self, prefix: _Key = "", *, include_values: Literal[True]) -> ItemIterator[Item]: ...
+    @overload
+    def iterate(self, prefix: _Key = "", *, include_values: bool = False) -> ItemIterator[ItemProperties]: ...
     def acquire_lease(
         self,
         key: _Key,
-        duration: Optional[int] = 15,
+        duration: Optional[_Seconds] = 15,
         *,
         proposed_id: Optional[str] = None,
         holder: Optional[str] = None,
-        wait: Optional[float] = None,
+        wait: Optional[_Seconds] = None,
     ) -> Lease: ...
     def lease(
         self,
         key: _Key,
-        duration: Optional[int] = 15,
+        duration: Optional[_Seconds] = 15,
         *,
         proposed_id: Optional[str] = None,
         holder: Optional[str] = None,
-        wait: Optional[float] = None,
+        wait: Optional[_Seconds] = None,
     ) -> Lease: ...
     def renew_lease(self, key: _Key, lease_id: _LeaseIdArg) -> Lease: ...
     def change_lease(self, key: _Key, lease_id: _LeaseIdArg, proposed_id: str) -> Lease: ...
     def release_lease(self, key: _Key, lease_id: _LeaseIdArg) -> None: ...
-    def break_lease(self, key: _Key, period: Optional[int] = None) -> float: ...
+    def break_lease(self, key: _Key, period: Optional[_Seconds] = None) -> float: ...
     def lease_info(self, key: _Key) -> LeaseInfo: ...
     def get_and_lock(
-        self, key: _Key, lock_timeout: float, *, force: bool = False
+        self, key: _Key, lock_timeout: _Seconds, *, force: bool = False
     ) -> Tuple[Optional[Item], LockHandle]: ...
+    def lock(self, key: _Key, lock_timeout: _Seconds, *, force: bool = False) -> CacheLock: ...
     def put_and_unlock(
-        self, key: _Key, value: _Value, handle: _LockHandleArg, *, ttl: Optional[int] = None
+        self, key: _Key, value: _Value, handle: _LockHandleArg, *, ttl: Optional[_Seconds] = None
     ) -> str: ...
-    def unlock(self, key: _Key, handle: _LockHandleArg, *, ttl: Optional[int] = None) -> None: ...
+    def unlock(self, key: _Key, handle: _LockHandleArg, *, ttl: Optional[_Seconds] = None) -> None: ...
 
-@final
-class Item:
+@disjoint_base
+class ItemProperties:
+    """An item's properties: what a read returns, but the value."""
+    def __new__(
+        cls,
+        key: _Key,
+        etag: str,
+        last_modified: _Time,
+        content_type: Optional[str] = None,
+        metadata: Optional[_Metadata] = None,
+        expires_at: Optional[_Time] = None,
+    ) -> ItemProperties: ...
     @property
-    def key(self) -> Union[str, bytes]:
-        """`str` when the stored key is valid UTF-8, else `bytes` (see `key_bytes`)."""
+    def key(self) -> str:
+        """Always a `str`: the UTF-8 text, or a non-UTF-8 key decoded with surrogateescape."""
     @property
     def key_bytes(self) -> bytes: ...
-    @property
-    def value(self) -> Optional[bytes]: ...
     @property
     def etag(self) -> str: ...
     @property
@@ -318,40 +391,86 @@ class Item:
     def metadata(self) -> Dict[str, str]: ...
     @property
     def expires_at(self) -> Optional[datetime]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> Tuple[Any, ...]: ...
+
+@final
+class Item(ItemProperties):
+    """An item with its value (`get`, `update`, listings with values)."""
+    def __new__(
+        cls,
+        key: _Key,
+        value: _Value,
+        etag: str,
+        last_modified: _Time,
+        content_type: Optional[str] = None,
+        metadata: Optional[_Metadata] = None,
+        expires_at: Optional[_Time] = None,
+    ) -> Item: ...
+    @property
+    def value(self) -> bytes: ...
 
 @final
 class Change:
+    def __new__(
+        cls,
+        version: int,
+        kind: str,
+        container: str,
+        key: Optional[_Key] = None,
+        etag: Optional[str] = None,
+        value: Optional[_Value] = None,
+    ) -> Change: ...
     @property
     def version(self) -> int: ...
     @property
-    def kind(self) -> str: ...
+    def kind(self) -> Literal["created", "updated", "deleted", "expired", "container_created", "container_deleted"]: ...
     @property
     def container(self) -> str: ...
     @property
-    def key(self) -> Optional[bytes]: ...
+    def key(self) -> Optional[str]: ...
+    @property
+    def key_bytes(self) -> Optional[bytes]: ...
     @property
     def etag(self) -> Optional[str]: ...
     @property
     def value(self) -> Optional[bytes]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> Tuple[Any, ...]: ...
 
 @final
 class ChangeIterator:
     def __iter__(self) -> ChangeIterator: ...
     def __next__(self) -> Change: ...
+    def next_page(self) -> List[Change]: ...
+    @property
+    def since(self) -> int: ...
 
 @final
-class Page:
+class Page(Generic[_I]):
+    @classmethod
+    def __class_getitem__(cls, item: Any) -> Any: ...
+    def __new__(cls, items: Sequence[_I], continuation: Optional[str] = None) -> Page[_I]: ...
     @property
-    def items(self) -> List[Item]: ...
+    def items(self) -> List[_I]: ...
     @property
     def continuation(self) -> Optional[str]: ...
     def __len__(self) -> int: ...
-    def __iter__(self) -> Iterator[Item]: ...
+    def __iter__(self) -> Iterator[_I]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __reduce__(self) -> Tuple[Any, ...]: ...
 
 @final
-class ItemIterator:
-    def __iter__(self) -> ItemIterator: ...
-    def __next__(self) -> Item: ...
+class ItemIterator(Generic[_I]):
+    @classmethod
+    def __class_getitem__(cls, item: Any) -> Any: ...
+    def __iter__(self) -> ItemIterator[_I]: ...
+    def __next__(self) -> _I: ...
 
 @final
 class Snapshot:
@@ -388,7 +507,30 @@ class Snapshot:
         if_modified_since: Optional[_Time] = None,
         if_unmodified_since: Optional[_Time] = None,
         lease_id: Optional[_LeaseIdArg] = None,
-    ) -> Item: ...
+    ) -> ItemProperties: ...
+    def exists(self, container: _ContainerArg, key: _Key) -> bool: ...
+    def count(self, container: _ContainerArg, prefix: _Key = "") -> int: ...
+    @overload
+    def list(
+        self,
+        container: _ContainerArg,
+        prefix: _Key = "",
+        *,
+        page_size: int = 1000,
+        continuation: Optional[str] = None,
+        include_values: Literal[False] = False,
+    ) -> Page[ItemProperties]: ...
+    @overload
+    def list(
+        self,
+        container: _ContainerArg,
+        prefix: _Key = "",
+        *,
+        page_size: int = 1000,
+        continuation: Optional[str] = None,
+        include_values: Literal[True],
+    ) -> Page[Item]: ...
+    @overload
     def list(
         self,
         container: _ContainerArg,
@@ -397,10 +539,19 @@ class Snapshot:
         page_size: int = 1000,
         continuation: Optional[str] = None,
         include_values: bool = False,
-    ) -> Page: ...
+    ) -> Page[ItemProperties]: ...
+    @overload
+    def iterate(
+        self, container: _ContainerArg, prefix: _Key = "", *, include_values: Literal[False] = False
+    ) -> ItemIterator[ItemProperties]: ...
+    @overload
+    def iterate(
+        self, container: _ContainerArg, prefix: _Key = "", *, include_values: Literal[True]
+    ) -> ItemIterator[Item]: ...
+    @overload
     def iterate(
         self, container: _ContainerArg, prefix: _Key = "", *, include_values: bool = False
-    ) -> ItemIterator: ...
+    ) -> ItemIterator[ItemProperties]: ...
     def list_containers(self) -> List[str]: ...
 
 @final
@@ -415,7 +566,7 @@ class Batch:
         *,
         content_type: Optional[str] = None,
         metadata: Optional[_Metadata] = None,
-        ttl: Optional[int] = None,
+        ttl: Optional[_Seconds] = None,
         if_match: Optional[_ETags] = None,
         if_none_match: Optional[_ETags] = None,
         if_modified_since: Optional[_Time] = None,
@@ -432,7 +583,7 @@ class Batch:
         *,
         content_type: Optional[str] = None,
         metadata: Optional[_Metadata] = None,
-        ttl: Optional[int] = None,
+        ttl: Optional[_Seconds] = None,
         if_match: Optional[_ETags] = None,
         if_none_match: Optional[_ETags] = None,
         if_modified_since: Optional[_Time] = None,
@@ -449,7 +600,7 @@ class Batch:
         *,
         content_type: Optional[str] = None,
         metadata: Optional[_Metadata] = None,
-        ttl: Optional[int] = None,
+        ttl: Optional[_Seconds] = None,
         if_match: Optional[_ETags] = None,
         if_none_match: Optional[_ETags] = None,
         if_modified_since: Optional[_Time] = None,
@@ -502,7 +653,9 @@ class Lease:
     @property
     def container(self) -> str: ...
     @property
-    def key(self) -> Union[str, bytes, None]: ...
+    def key(self) -> Optional[str]: ...
+    @property
+    def key_bytes(self) -> Optional[bytes]: ...
     def renew(self) -> Lease: ...
     def change(self, proposed_id: str) -> Lease: ...
     def release(self) -> None: ...
@@ -514,9 +667,22 @@ class Lease:
         exc_value: Optional[BaseException],
         traceback: Optional[TracebackType],
     ) -> None: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> Tuple[Any, ...]: ...
 
 @final
 class LeaseInfo:
+    def __new__(
+        cls,
+        state: Literal["available", "leased", "expired", "breaking", "broken"],
+        id: Optional[str] = None,
+        fence: Optional[int] = None,
+        remaining: Optional[_Seconds] = None,
+        duration: Optional[int] = None,
+        holder: Optional[str] = None,
+    ) -> LeaseInfo: ...
     @property
     def state(self) -> Literal["available", "leased", "expired", "breaking", "broken"]: ...
     @property
@@ -529,6 +695,9 @@ class LeaseInfo:
     def duration(self) -> Optional[int]: ...
     @property
     def holder(self) -> Optional[str]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __reduce__(self) -> Tuple[Any, ...]: ...
 
 @final
 class LockHandle:
@@ -536,6 +705,25 @@ class LockHandle:
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
+    def __reduce__(self) -> Tuple[Any, ...]: ...
+
+class CacheLock:
+    """A cache lock held for a `with` block (`Container.lock`)."""
+    container: Container
+    key: _Key
+    item: Optional[Item]
+    handle: LockHandle
+    held: bool
+    def __init__(self, container: Container, key: _Key, item: Optional[Item], handle: LockHandle) -> None: ...
+    def put(self, value: _Value, *, ttl: Optional[_Seconds] = None) -> str: ...
+    def unlock(self, *, ttl: Optional[_Seconds] = None) -> None: ...
+    def __enter__(self) -> CacheLock: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None: ...
 
 # ----- exceptions (docs/spec.md §12) -----
 
@@ -543,8 +731,18 @@ class TenureError(Exception):
     code: str
     status: int
     etag: Optional[str]
+    container: Optional[str]
+    key: Optional[str]
     message: str
-    def __init__(self, message: str = "", *, code: Optional[str] = None, etag: Optional[str] = None) -> None: ...
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: Optional[str] = None,
+        etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
+    ) -> None: ...
 
 class NotModified(TenureError): ...
 
@@ -556,6 +754,8 @@ class InvalidArgument(TenureError, ValueError):
         *,
         code: Optional[str] = None,
         etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
         argument: Optional[str] = None,
     ) -> None: ...
 
@@ -592,6 +792,8 @@ class FailedDependency(TenureError):
         *,
         code: Optional[str] = None,
         etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
         index: int = 0,
         cause: Optional[TenureError] = None,
     ) -> None: ...
@@ -604,6 +806,8 @@ class StoreLocked(TenureError):
         *,
         code: Optional[str] = None,
         etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
         path: Optional[str] = None,
     ) -> None: ...
 
@@ -617,6 +821,8 @@ class StorageError(TenureError):
         *,
         code: Optional[str] = None,
         etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
         path: Optional[str] = None,
         offset: Optional[int] = None,
         errno: Optional[int] = None,
@@ -627,7 +833,18 @@ class Io(StorageError): ...
 class Closed(TenureError): ...
 class UsedAfterFork(TenureError): ...
 class Busy(TenureError): ...
-class Compacted(TenureError): ...
+class Compacted(TenureError):
+    oldest_available: Optional[int]
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: Optional[str] = None,
+        etag: Optional[str] = None,
+        container: Optional[str] = None,
+        key: Optional[str] = None,
+        oldest_available: Optional[int] = None,
+    ) -> None: ...
 class ReadOnly(TenureError): ...
 
 ERROR_CODES: Dict[str, Type[TenureError]]
