@@ -4,21 +4,29 @@
 #   bash bindings/python/run-tests.sh
 #
 # 1. a virtualenv with maturin, pytest, hypothesis and mypy from PyPI;
-# 2. `pip install ./bindings/python` — the same build a user's pip runs (maturin backend,
-#    release profile, crates from crates.io);
-# 3. pytest (tests/), `python -m mypy.stubtest tenure`, and `mypy --strict` on the example.
+# 2. build-dist.sh: the abi3 manylinux wheel and the sdist a release hands out (maturin,
+#    release profile, crates from crates.io), installed into that virtualenv;
+# 3. the wheel again, into a fresh virtualenv with no Rust toolchain on PATH, and a smoke test
+#    there (blocking and asyncio);
+# 4. pytest (tests/: also the guide's and the README's Python examples, each run twice in one
+#    directory), `python -m mypy.stubtest tenure` (the stubs and tenure.aio), and
+#    `mypy --strict` on the examples and on tenure/aio.py;
+# 5. the examples.
 # Exits non-zero on the first failure.
 #
 # Environment: PYTHON (default python3, 3.9 or newer), TENURE_PYTHON_VENV (default
-# target/python-venv), CARGO_TARGET_DIR (default target/python, apart from the workspace's
-# debug builds), CARGO_BUILD_JOBS as for cargo.
+# target/python-venv; the clean one is beside it, with "-clean" appended), CARGO_TARGET_DIR
+# (default target/python, apart from the workspace's debug builds), CARGO_BUILD_JOBS as for
+# cargo.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repository="$(cd "$here/../.." && pwd)"
 python="${PYTHON:-python3}"
 venv="${TENURE_PYTHON_VENV:-$repository/target/python-venv}"
+clean_venv="$venv-clean"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repository/target/python}"
+dist="$CARGO_TARGET_DIR/python-dist"
 
 step() { printf '\n=== python: %s\n' "$*"; }
 
@@ -31,8 +39,19 @@ venv_python="$venv/bin/python"
 "$venv_python" -m pip install --quiet --disable-pip-version-check \
   "maturin>=1.9.4,<2" "pytest>=7.3" "hypothesis>=6" "mypy>=1.10"
 
-step "pip install ./bindings/python (release build into $CARGO_TARGET_DIR)"
-"$venv_python" -m pip install --disable-pip-version-check --force-reinstall --no-deps "$here"
+step "build-dist.sh: the abi3 manylinux wheel and the sdist (release build into $CARGO_TARGET_DIR)"
+MATURIN="$venv/bin/maturin" bash "$here/build-dist.sh" "$dist"
+wheel="$(ls "$dist"/tenure-*.whl)"
+"$venv_python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+
+step "the wheel in a fresh virtualenv, no Rust toolchain on PATH"
+"$python" -m venv --clear "$clean_venv"
+# Only the virtualenv and the system's own directories: no ~/.cargo/bin, no rustup.
+clean_path="$clean_venv/bin:/usr/local/bin:/usr/bin:/bin"
+env -u CARGO_HOME -u RUSTUP_HOME -u CARGO_TARGET_DIR PATH="$clean_path" \
+  "$clean_venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps "$wheel"
+(cd "$clean_venv" && env -u CARGO_HOME -u RUSTUP_HOME -u CARGO_TARGET_DIR PATH="$clean_path" \
+  "$clean_venv/bin/python" "$here/tests/wheel_smoke.py")
 
 # Everything below imports the installed package, not the source tree.
 cd "$here"
@@ -43,11 +62,12 @@ step "pytest"
 step "stubtest"
 "$venv_python" -m mypy.stubtest tenure
 
-step "mypy --strict on the example"
-"$venv_python" -m mypy --strict --no-incremental examples/quickstart.py
+step "mypy --strict on the examples and tenure.aio"
+"$venv_python" -m mypy --strict --no-incremental examples/quickstart.py examples/asyncio_tour.py python/tenure/aio.py
 
-step "example"
+step "examples"
 "$venv_python" examples/quickstart.py >/dev/null
+"$venv_python" examples/asyncio_tour.py >/dev/null
 
 echo
 echo "python: all checks passed"

@@ -3,25 +3,19 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
-use rand::Rng;
+use pyo3::types::PyTuple;
 
-use tenure::{
-    Conditions, ETag, ETagArg, Error, ErrorCode, LeaseRequest, ReadOptions, WriteOptions,
-};
+use tenure::{Error, ErrorCode, LeaseRequest, ReadOptions, WriteOptions};
 
 use crate::convert;
-use crate::errors::{Context, IntoPyResult};
+use crate::errors::Context;
 use crate::item::{Item, ItemProperties, Page, PyLockHandle};
 use crate::item_iterator::{ItemIterator, Source};
 use crate::lease::{Lease, LeaseDurationArg, LeaseInfo, LeaseTarget};
 use crate::store::Handle;
 
-/// How long `update()` keeps retrying lost races by default.
-const UPDATE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Engine argument names as the Container's methods call them.
 const RENAMES: &[(&str, &str)] = &[("payload", "value"), ("timeout", "wait")];
 /// ... and as `put_and_unlock` / `unlock` call the lock handle.
@@ -94,12 +88,6 @@ pub fn page_size(value: &Bound<'_, PyAny>) -> PyResult<usize> {
     Ok(usize::try_from(size).unwrap_or(usize::MAX))
 }
 
-/// Jittered exponential backoff after a lost compare-and-swap (at most ~13 ms).
-fn backoff(attempt: u64) -> Duration {
-    let ceiling_micros = 50u64 << attempt.min(8);
-    Duration::from_micros(rand::thread_rng().gen_range(0..=ceiling_micros))
-}
-
 /// A read's result as "does it exist": `NotFound` is `false`, other errors stay errors.
 pub fn found<T>(read: Result<T, Error>) -> Result<bool, Error> {
     match read {
@@ -111,7 +99,7 @@ pub fn found<T>(read: Result<T, Error>) -> Result<bool, Error> {
 
 impl Container {
     /// What an error about `key` in this container names.
-    fn about<'a>(&'a self, key: &'a [u8]) -> Context<'a> {
+    pub(crate) fn about<'a>(&'a self, key: &'a [u8]) -> Context<'a> {
         Context::item(&self.name, key).renaming(RENAMES)
     }
 
@@ -491,109 +479,16 @@ impl Container {
         create_default: Option<&Bound<'_, PyAny>>,
         lease_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, Item>> {
-        let key = convert::key("key", key)?;
-        if !r#fn.is_callable() {
-            return Err(convert::wrong_type("fn", "callable", r#fn));
-        }
-        let max_attempts = match max_attempts.filter(|value| !value.is_none()) {
-            Some(value) => {
-                let attempts = convert::count("max_attempts", value, u64::MAX >> 1)?;
-                if attempts == 0 {
-                    return Err(convert::invalid(py, "max_attempts", "must be at least 1"));
-                }
-                attempts
-            }
-            None => u64::MAX,
-        };
-        let timeout = match timeout.filter(|value| !value.is_none()) {
-            Some(value) => convert::duration("timeout", value)?,
-            None => UPDATE_TIMEOUT,
-        };
-        let deadline = Instant::now() + timeout;
-        let create_default =
-            convert::optional_value("create_default", create_default)?.map(Cow::into_owned);
-        let lease_id = convert::optional_lease_id("lease_id", lease_id)?;
-        let name = &self.name;
-        let about = self.about(&key);
-        let read = ReadOptions {
-            conditions: Conditions::default(),
+        crate::update::update(
+            self,
+            py,
+            key,
+            r#fn,
+            max_attempts,
+            timeout,
+            create_default,
             lease_id,
-        };
-        let apply = |current: &[u8]| -> PyResult<Vec<u8>> {
-            let result = r#fn.call1((PyBytes::new(py, current),))?;
-            Ok(convert::value("fn result", &result)?.into_owned())
-        };
-        let mut attempt = 0u64;
-        loop {
-            attempt += 1;
-            let current = py.detach(|| -> Result<_, Error> {
-                let store = self.handle.store()?;
-                store.get(name, &key, &read)
-            });
-            let (new_value, options, previous) = match current {
-                Ok(current) => {
-                    let new_value = apply(current.value.as_deref().unwrap_or(&[]))?;
-                    let options = WriteOptions {
-                        conditions: Conditions::if_match(current.etag),
-                        content_type: current.content_type.clone(),
-                        metadata: current.metadata.clone(),
-                        lease_id,
-                        ..WriteOptions::default()
-                    };
-                    (new_value, options, Some(current))
-                }
-                Err(error) if error.code() == ErrorCode::NotFound => match &create_default {
-                    Some(default) => {
-                        let new_value = apply(default)?;
-                        let options = WriteOptions {
-                            conditions: Conditions::if_none_match(ETagArg::Any),
-                            lease_id,
-                            ..WriteOptions::default()
-                        };
-                        (new_value, options, None)
-                    }
-                    None => return Err(error).py_result_in(py, &about),
-                },
-                Err(error) => return Err(error).py_result_in(py, &about),
-            };
-            let written = py.detach(|| -> Result<_, Error> {
-                let store = self.handle.store()?;
-                let etag = store.put(name, &key, &new_value, &options)?;
-                // The written item's properties (last_modified, expiry) as of its ETag.
-                let pinned = ReadOptions {
-                    conditions: Conditions::if_match(etag),
-                    lease_id,
-                };
-                Ok((etag, store.get_properties(name, &key, &pinned).ok()))
-            });
-            let conflict = match written {
-                Ok((etag, properties)) => {
-                    let item =
-                        properties.unwrap_or_else(|| fallback_item(&key, etag, previous, &options));
-                    return Item::new(
-                        py,
-                        tenure::Item {
-                            value: Some(new_value),
-                            ..item
-                        },
-                    );
-                }
-                Err(error)
-                    if matches!(
-                        error.code(),
-                        ErrorCode::ConditionNotMet | ErrorCode::AlreadyExists | ErrorCode::Busy
-                    ) =>
-                {
-                    error
-                }
-                Err(error) => return Err(error).py_result_in(py, &about),
-            };
-            let pause = backoff(attempt - 1);
-            if attempt >= max_attempts || Instant::now() + pause >= deadline {
-                return Err(conflict).py_result_in(py, &about);
-            }
-            py.detach(|| std::thread::sleep(pause));
-        }
+        )
     }
 
     /// The item if its version differs from `version`, else `None` (the cache's
@@ -865,27 +760,5 @@ impl Container {
         let about = Context::item(name, &key).renaming(LOCK_RENAMES);
         self.handle
             .run_in(py, &about, |store| store.unlock(name, &key, handle, ttl))
-    }
-}
-
-/// The item `update()` returns when the read-back after its write lost a race: what it wrote.
-fn fallback_item(
-    key: &[u8],
-    etag: ETag,
-    previous: Option<tenure::Item>,
-    options: &WriteOptions,
-) -> tenure::Item {
-    let (last_modified, expires_at) = previous
-        .map(|item| (item.last_modified, item.expires_at))
-        .unwrap_or((0, None));
-    tenure::Item {
-        key: key.to_vec(),
-        value: None,
-        etag,
-        version: etag.version(),
-        last_modified,
-        content_type: options.content_type.clone(),
-        metadata: options.metadata.clone(),
-        expires_at,
     }
 }

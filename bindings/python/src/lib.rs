@@ -17,6 +17,7 @@ mod item_iterator;
 mod lease;
 mod snapshot;
 mod store;
+mod update;
 
 use pyo3::prelude::*;
 
