@@ -20,6 +20,7 @@ pub const EXIT_NO_STORE: u8 = 3;
 pub const EXIT_LOCKED: u8 = 4;
 pub const EXIT_CORRUPTION: u8 = 5;
 pub const EXIT_IO: u8 = 6;
+pub const EXIT_COMPACTED: u8 = 7;
 
 /// How to print.
 pub struct Output {
@@ -34,14 +35,28 @@ impl Output {
     }
 }
 
-/// An error as the tool reports it: a docs/spec.md code name (or a CLI-level one), its status, one line
-/// of explanation, and the exit code.
-#[derive(Debug)]
+/// An error as the tool reports it: a docs/spec.md code name (or a CLI-level one), its status,
+/// what it was about (container and key), one line of explanation, the item's current ETag
+/// where the engine reported one, and the exit code.
+#[derive(Debug, Default)]
 pub struct CliError {
     pub code: String,
     pub status: Option<u16>,
     pub message: String,
     pub exit: u8,
+    pub about: Box<Details>,
+}
+
+/// What an error reports besides its code and message (boxed: errors travel in every
+/// `Result` of the tool).
+#[derive(Debug, Default)]
+pub struct Details {
+    pub container: Option<String>,
+    pub key: Option<String>,
+    /// The item's current ETag, reported with a refused precondition.
+    pub etag: Option<String>,
+    /// `Compacted`: the oldest version the change feed still has.
+    pub oldest_available: Option<u64>,
 }
 
 impl CliError {
@@ -52,6 +67,7 @@ impl CliError {
             status: Some(400),
             message: format!("argument `{argument}`: {reason}"),
             exit: EXIT_USAGE,
+            ..CliError::default()
         }
     }
 
@@ -67,6 +83,7 @@ impl CliError {
                 directory.display()
             ),
             exit: EXIT_NO_STORE,
+            ..CliError::default()
         }
     }
 
@@ -76,7 +93,22 @@ impl CliError {
             status: Some(500),
             message: format!("{operation} {} failed: {error}", path.display()),
             exit: EXIT_IO,
+            ..CliError::default()
         }
+    }
+
+    /// Names what the failed call was about: `key 'k' in container 'c': ...` (a missing
+    /// container is about the container only).
+    pub fn about(mut self, container: &str, key: Option<&str>) -> CliError {
+        let key = key.filter(|_| self.code != ErrorCode::ContainerNotFound.name());
+        let target = match key {
+            Some(key) => format!("key '{key}' in container '{container}'"),
+            None => format!("container '{container}'"),
+        };
+        self.message = format!("{target}: {}", self.message);
+        self.about.container = Some(container.to_owned());
+        self.about.key = key.map(str::to_owned);
+        self
     }
 
     /// Prints the error (stderr; also stdout as JSON with --json) and returns the exit code.
@@ -87,12 +119,34 @@ impl CliError {
             .unwrap_or_default();
         eprintln!("tenure: error: {}{status}: {}", self.code, self.message);
         if json {
-            let value = json!({"error": {
+            let mut error = json!({
                 "code": self.code, "status": self.status, "message": self.message, "exit": self.exit
-            }});
-            println!("{value}");
+            });
+            let extra = [
+                ("container", json!(self.about.container)),
+                ("key", json!(self.about.key)),
+                ("etag", json!(self.about.etag)),
+                ("oldest_available", json!(self.about.oldest_available)),
+            ];
+            for (name, value) in extra {
+                if !value.is_null() {
+                    error[name] = value;
+                }
+            }
+            println!("{}", json!({ "error": error }));
         }
         ExitCode::from(self.exit)
+    }
+}
+
+/// `result.about(container, key)`: an engine error as a [`CliError`] naming its target.
+pub trait About<T> {
+    fn about(self, container: &str, key: Option<&str>) -> CliResult<T>;
+}
+
+impl<T> About<T> for Result<T, Error> {
+    fn about(self, container: &str, key: Option<&str>) -> CliResult<T> {
+        self.map_err(|error| CliError::from(error).about(container, key))
     }
 }
 
@@ -110,6 +164,7 @@ pub fn explanation(code: ErrorCode) -> &'static str {
         ErrorCode::ObjectNotLocked => "--lock-handle was given but the item is not locked",
         ErrorCode::InvalidLockHandle => "the --lock-handle given is not the item's current lock",
         ErrorCode::StoreLocked => "another process has the store open; close it first",
+        ErrorCode::Compacted => "the change-feed position was compacted away",
         ErrorCode::Corruption => "a checksum or structure check failed; run `tenure verify DIR`, then `tenure repair DIR`",
         other => other.meaning(),
     }
@@ -123,7 +178,14 @@ impl From<Error> for CliError {
             ErrorCode::StoreLocked => EXIT_LOCKED,
             ErrorCode::Corruption => EXIT_CORRUPTION,
             ErrorCode::Io | ErrorCode::Closed | ErrorCode::UsedAfterFork => EXIT_IO,
+            ErrorCode::Compacted => EXIT_COMPACTED,
             _ => EXIT_PROBLEMS,
+        };
+        let oldest_available = match &error {
+            Error::Compacted {
+                oldest_available, ..
+            } => Some(*oldest_available),
+            _ => None,
         };
         let detail = match &error {
             Error::InvalidArgument { argument, reason } => format!("argument `{argument}`: {reason}"),
@@ -156,6 +218,15 @@ impl From<Error> for CliError {
                 path.display(),
                 source.raw_os_error().unwrap_or(0)
             ),
+            Error::Compacted {
+                since,
+                oldest_available,
+            } => format!(
+                "changes after version {since} were compacted away; the oldest available \
+                 version is {oldest_available}: resume with --since {}, or keep more history \
+                 with compact's --change-feed-retention-versions / -bytes",
+                oldest_available.saturating_sub(1)
+            ),
             other => other.to_string(),
         };
         CliError {
@@ -163,6 +234,11 @@ impl From<Error> for CliError {
             status: Some(code.status()),
             message: detail,
             exit,
+            about: Box::new(Details {
+                etag: error.current_etag().map(|etag| etag.to_string()),
+                oldest_available,
+                ..Details::default()
+            }),
         }
     }
 }

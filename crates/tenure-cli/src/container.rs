@@ -3,7 +3,9 @@
 use serde_json::{json, Value};
 use tenure::{ContainerOptions, ContainerWriteOptions, Store};
 
-use crate::common::{self, format_time, open_existing, CliResult, ConditionArgs, Output};
+use crate::common::{
+    self, format_time, open_existing, About, CliError, CliResult, ConditionArgs, Output,
+};
 use crate::StoreDir;
 
 #[derive(clap::Subcommand, Debug)]
@@ -71,7 +73,7 @@ pub fn run(command: ContainerCommand, output: &Output) -> CliResult {
                 {
                     false
                 }
-                Err(error) => return Err(error.into()),
+                Err(error) => return Err(CliError::from(error).about(&name, None)),
             };
             common::close(handle)?;
             if output.json {
@@ -96,7 +98,9 @@ pub fn run(command: ContainerCommand, output: &Output) -> CliResult {
                     .transpose()?,
             };
             let handle = open_existing(&store.dir)?;
-            handle.delete_container(&name, &options)?;
+            handle
+                .delete_container(&name, &options)
+                .about(&name, None)?;
             common::close(handle)?;
             if output.json {
                 output.print_json(&json!({"container": name, "deleted": true}));
@@ -118,8 +122,8 @@ pub fn run(command: ContainerCommand, output: &Output) -> CliResult {
         }
         ContainerCommand::Show { store, name } => {
             let handle = open_existing(&store.dir)?;
-            let properties = handle.container_properties(&name)?;
-            let lease = handle.container_lease_info(&name)?;
+            let properties = handle.container_properties(&name).about(&name, None)?;
+            let lease = handle.container_lease_info(&name).about(&name, None)?;
             common::close(handle)?;
             let metadata: serde_json::Map<String, Value> = properties
                 .metadata

@@ -3,7 +3,9 @@
 use serde_json::{json, Value};
 use tenure::{ChangeKind, ChangesOptions};
 
-use crate::common::{self, bytes_field, display_bytes, open_existing, CliError, CliResult, Output};
+use crate::common::{
+    self, bytes_field, display_bytes, open_existing, About, CliError, CliResult, Output,
+};
 use crate::StoreDir;
 
 #[derive(clap::Args, Debug)]
@@ -46,63 +48,98 @@ pub fn run(args: &ChangesArgs, output: &Output) -> CliResult {
         return Err(CliError::usage("--max", "must be 1..=1000000"));
     }
     let store = open_existing(&args.store.dir)?;
+    let about = |result: Result<Vec<tenure::Change>, tenure::Error>| match &args.container {
+        Some(container) => result.about(container, None),
+        None => result.map_err(CliError::from),
+    };
     let mut since = args.since;
+    // How many changes of version `since + 1` were printed already: a call that stops at its
+    // limit may stop inside a batch (many changes, one version), so the next call starts at
+    // that version again and skips them.
+    let mut skip = 0usize;
     let mut printed = 0usize;
     while printed < args.max {
+        let wanted = (args.max - printed + skip).min(tenure_max_per_call());
         let options = ChangesOptions {
             container: args.container.clone(),
             include_values: args.values,
-            max_changes: (args.max - printed).min(tenure_max_per_call()),
+            max_changes: wanted,
         };
-        let changes = store.changes(since, &options)?;
-        if changes.is_empty() {
+        let mut changes = about(store.changes(since, &options))?;
+        let full = changes.len() == wanted;
+        let already = skip.min(
+            changes
+                .iter()
+                .take_while(|change| change.version == since + 1)
+                .count(),
+        );
+        match changes.last().map(|change| change.version) {
+            Some(last) if full => {
+                skip = changes
+                    .iter()
+                    .filter(|change| change.version == last)
+                    .count();
+                since = last - 1;
+            }
+            Some(last) => {
+                skip = 0;
+                since = last;
+            }
+            None => break,
+        }
+        let fresh = changes.split_off(already);
+        let shown = fresh.len().min(args.max - printed);
+        for change in &fresh[..shown] {
+            print_change(output, change);
+        }
+        printed += shown;
+        if !full {
             break;
         }
-        for change in &changes {
-            if output.json {
-                let mut object = serde_json::Map::new();
-                object.insert("version".into(), Value::from(change.version));
-                object.insert("kind".into(), Value::from(kind_name(change.kind)));
-                object.insert("container".into(), Value::from(change.container.as_str()));
-                if let Some(key) = &change.key {
-                    bytes_field(&mut object, "key", key);
-                }
-                object.insert(
-                    "etag".into(),
-                    json!(change.etag.map(|etag| etag.to_string())),
-                );
-                if let Some(value) = &change.value {
-                    bytes_field(&mut object, "value", value);
-                }
-                output.print_json(&Value::Object(object));
-            } else {
-                let key = change
-                    .key
-                    .as_deref()
-                    .map(|key| format!("/{}", display_bytes(key)))
-                    .unwrap_or_default();
-                let etag = change
-                    .etag
-                    .map(|etag| format!(" {etag}"))
-                    .unwrap_or_default();
-                let value = change
-                    .value
-                    .as_deref()
-                    .map(|value| format!(" = {}", display_bytes(value)))
-                    .unwrap_or_default();
-                println!(
-                    "{:>8}  {:<17} {}{key}{etag}{value}",
-                    change.version,
-                    kind_name(change.kind),
-                    change.container
-                );
-            }
-        }
-        printed += changes.len();
-        since = changes.last().map_or(since, |change| change.version);
     }
     common::close(store)?;
     common::ok()
+}
+
+fn print_change(output: &Output, change: &tenure::Change) {
+    if output.json {
+        let mut object = serde_json::Map::new();
+        object.insert("version".into(), Value::from(change.version));
+        object.insert("kind".into(), Value::from(kind_name(change.kind)));
+        object.insert("container".into(), Value::from(change.container.as_str()));
+        if let Some(key) = &change.key {
+            bytes_field(&mut object, "key", key);
+        }
+        object.insert(
+            "etag".into(),
+            json!(change.etag.map(|etag| etag.to_string())),
+        );
+        if let Some(value) = &change.value {
+            bytes_field(&mut object, "value", value);
+        }
+        output.print_json(&Value::Object(object));
+    } else {
+        let key = change
+            .key
+            .as_deref()
+            .map(|key| format!("/{}", display_bytes(key)))
+            .unwrap_or_default();
+        let etag = change
+            .etag
+            .map(|etag| format!(" {etag}"))
+            .unwrap_or_default();
+        let value = change
+            .value
+            .as_deref()
+            .map(|value| format!(" = {}", display_bytes(value)))
+            .unwrap_or_default();
+        println!(
+            "{:>8}  {:<17} {}{key}{etag}{value}",
+            change.version,
+            kind_name(change.kind),
+            change.container
+        );
+    }
 }
 
 fn tenure_max_per_call() -> usize {

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use tenure::ReadOptions;
 
 use crate::common::{
-    self, display_bytes, format_time, item_json, open_existing, CliError, CliResult, ConditionArgs,
-    Output, WriteArgs,
+    self, display_bytes, format_time, item_json, open_existing, About, CliError, CliResult,
+    ConditionArgs, Output, WriteArgs,
 };
 use crate::StoreDir;
 
@@ -80,14 +80,17 @@ pub struct ListArgs {
     /// Only keys starting with this.
     #[arg(long, default_value = "")]
     pub prefix: String,
-    /// Items per page (1..=10000).
+    /// Items per page (1..=10000). One page is printed, then its continuation token.
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     pub page_size: usize,
-    /// Continue from this token (from an earlier --single-page listing).
+    /// Continue from this token (printed after an earlier page).
     #[arg(long, value_name = "TOKEN")]
     pub continuation: Option<String>,
-    /// Print one page and its continuation token instead of following every page.
-    #[arg(long)]
+    /// Follow every page to the end instead of printing one page and its token.
+    #[arg(long, conflicts_with = "single_page")]
+    pub all: bool,
+    /// One page and its token (the default; kept for scripts that pass it).
+    #[arg(long, hide = true)]
     pub single_page: bool,
     /// Include values.
     #[arg(long)]
@@ -106,10 +109,11 @@ pub fn get(args: &GetArgs, output: &Output) -> CliResult {
     let store = open_existing(&args.store.dir)?;
     let key = args.key.as_bytes();
     let item = if args.properties {
-        store.get_properties(&args.container, key, &options)?
+        store.get_properties(&args.container, key, &options)
     } else {
-        store.get(&args.container, key, &options)?
-    };
+        store.get(&args.container, key, &options)
+    }
+    .about(&args.container, Some(&args.key))?;
     common::close(store)?;
     if output.json {
         output.print_json(&item_json(&args.container, &item));
@@ -146,7 +150,9 @@ pub fn put(args: &PutArgs, output: &Output) -> CliResult {
     options.content_type = args.content_type.clone();
     options.metadata = common::parse_metadata(&args.metadata)?;
     let store = open_existing(&args.store.dir)?;
-    let etag = store.put(&args.container, args.key.as_bytes(), &value, &options)?;
+    let etag = store
+        .put(&args.container, args.key.as_bytes(), &value, &options)
+        .about(&args.container, Some(&args.key))?;
     common::close(store)?;
     if output.json {
         output.print_json(&json!({"etag": etag.to_string(), "version": etag.version()}));
@@ -159,7 +165,9 @@ pub fn put(args: &PutArgs, output: &Output) -> CliResult {
 pub fn delete(args: &DeleteArgs, output: &Output) -> CliResult {
     let options = args.write.options()?;
     let store = open_existing(&args.store.dir)?;
-    store.delete(&args.container, args.key.as_bytes(), &options)?;
+    store
+        .delete(&args.container, args.key.as_bytes(), &options)
+        .about(&args.container, Some(&args.key))?;
     common::close(store)?;
     if output.json {
         output.print_json(&json!({"deleted": true}));
@@ -189,13 +197,15 @@ pub fn list(args: &ListArgs, output: &Output) -> CliResult {
     let mut items: Vec<Value> = Vec::new();
     let mut token = args.continuation.clone();
     loop {
-        let page = store.list(
-            container,
-            args.prefix.as_bytes(),
-            args.page_size,
-            token.as_deref(),
-            args.values,
-        )?;
+        let page = store
+            .list(
+                container,
+                args.prefix.as_bytes(),
+                args.page_size,
+                token.as_deref(),
+                args.values,
+            )
+            .about(container, None)?;
         for item in &page.items {
             if output.json {
                 items.push(item_json(container, item));
@@ -214,7 +224,7 @@ pub fn list(args: &ListArgs, output: &Output) -> CliResult {
             }
         }
         token = page.continuation;
-        if token.is_none() || args.single_page {
+        if token.is_none() || !args.all {
             break;
         }
     }
@@ -223,6 +233,7 @@ pub fn list(args: &ListArgs, output: &Output) -> CliResult {
         output.print_json(&json!({"items": items, "continuation": token}));
     } else if let Some(token) = token {
         println!("continuation: {token}");
+        eprintln!("tenure: more items: pass --continuation TOKEN for the next page, or --all for every page");
     }
     common::ok()
 }

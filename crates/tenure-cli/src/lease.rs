@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use tenure::{Lease, LeaseDuration, LeaseInfo, LeaseRequest, LeaseState};
 
-use crate::common::{self, open_existing, CliError, CliResult, Output};
+use crate::common::{self, open_existing, About, CliError, CliResult, Output};
 use crate::StoreDir;
 
 /// Which lease: an item's, or the container's when KEY is omitted.
@@ -142,9 +142,10 @@ pub fn run(command: LeaseCommand, output: &Output) -> CliResult {
             };
             let store = open_existing(&target.store.dir)?;
             let lease = match &target.key {
-                Some(key) => store.acquire_lease(&target.container, key.as_bytes(), &request)?,
-                None => store.acquire_container_lease(&target.container, &request)?,
-            };
+                Some(key) => store.acquire_lease(&target.container, key.as_bytes(), &request),
+                None => store.acquire_container_lease(&target.container, &request),
+            }
+            .about(&target.container, target.key.as_deref())?;
             common::close(store)?;
             print_lease(output, &lease);
         }
@@ -152,9 +153,10 @@ pub fn run(command: LeaseCommand, output: &Output) -> CliResult {
             let id = common::parse_lease_id("--lease-id", &lease_id)?;
             let store = open_existing(&target.store.dir)?;
             let lease = match &target.key {
-                Some(key) => store.renew_lease(&target.container, key.as_bytes(), id)?,
-                None => store.renew_container_lease(&target.container, id)?,
-            };
+                Some(key) => store.renew_lease(&target.container, key.as_bytes(), id),
+                None => store.renew_container_lease(&target.container, id),
+            }
+            .about(&target.container, target.key.as_deref())?;
             common::close(store)?;
             print_lease(output, &lease);
         }
@@ -167,9 +169,10 @@ pub fn run(command: LeaseCommand, output: &Output) -> CliResult {
             let proposed = common::parse_lease_id("--proposed-id", &proposed_id)?;
             let store = open_existing(&target.store.dir)?;
             let lease = match &target.key {
-                Some(key) => store.change_lease(&target.container, key.as_bytes(), id, proposed)?,
-                None => store.change_container_lease(&target.container, id, proposed)?,
-            };
+                Some(key) => store.change_lease(&target.container, key.as_bytes(), id, proposed),
+                None => store.change_container_lease(&target.container, id, proposed),
+            }
+            .about(&target.container, target.key.as_deref())?;
             common::close(store)?;
             print_lease(output, &lease);
         }
@@ -177,9 +180,10 @@ pub fn run(command: LeaseCommand, output: &Output) -> CliResult {
             let id = common::parse_lease_id("--lease-id", &lease_id)?;
             let store = open_existing(&target.store.dir)?;
             match &target.key {
-                Some(key) => store.release_lease(&target.container, key.as_bytes(), id)?,
-                None => store.release_container_lease(&target.container, id)?,
+                Some(key) => store.release_lease(&target.container, key.as_bytes(), id),
+                None => store.release_container_lease(&target.container, id),
             }
+            .about(&target.container, target.key.as_deref())?;
             common::close(store)?;
             if output.json {
                 output.print_json(&json!({"released": true}));
@@ -196,9 +200,10 @@ pub fn run(command: LeaseCommand, output: &Output) -> CliResult {
             }
             let store = open_existing(&target.store.dir)?;
             let left = match &target.key {
-                Some(key) => store.break_lease(&target.container, key.as_bytes(), break_period)?,
-                None => store.break_container_lease(&target.container, break_period)?,
-            };
+                Some(key) => store.break_lease(&target.container, key.as_bytes(), break_period),
+                None => store.break_container_lease(&target.container, break_period),
+            }
+            .about(&target.container, target.key.as_deref())?;
             common::close(store)?;
             if output.json {
                 output
@@ -213,9 +218,10 @@ pub fn run(command: LeaseCommand, output: &Output) -> CliResult {
         LeaseCommand::Show { target } => {
             let store = open_existing(&target.store.dir)?;
             let info = match &target.key {
-                Some(key) => store.lease_info(&target.container, key.as_bytes())?,
-                None => store.container_lease_info(&target.container)?,
-            };
+                Some(key) => store.lease_info(&target.container, key.as_bytes()),
+                None => store.container_lease_info(&target.container),
+            }
+            .about(&target.container, target.key.as_deref())?;
             common::close(store)?;
             if output.json {
                 output.print_json(&lease_info_json(&info));

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{self, display_bytes, item_json, open_existing, CliError, CliResult, Output};
+use crate::common::{
+    self, display_bytes, item_json, open_existing, About, CliError, CliResult, Output,
+};
 use crate::StoreDir;
 
 #[derive(clap::Subcommand, Debug)]
@@ -58,7 +60,9 @@ pub fn run(command: LockCommand, output: &Output) -> CliResult {
             }
             let timeout = Duration::from_secs_f64(timeout);
             let handle = open_existing(&store.dir)?;
-            let (item, lock) = handle.get_and_lock(&container, key.as_bytes(), timeout, force)?;
+            let (item, lock) = handle
+                .get_and_lock(&container, key.as_bytes(), timeout, force)
+                .about(&container, Some(&key))?;
             common::close(handle)?;
             if output.json {
                 output.print_json(&json!({
@@ -87,7 +91,9 @@ pub fn run(command: LockCommand, output: &Output) -> CliResult {
             let lock = common::parse_lock_handle(&lock_handle)?;
             let ttl = ttl.as_deref().map(common::parse_ttl).transpose()?;
             let handle = open_existing(&store.dir)?;
-            handle.unlock(&container, key.as_bytes(), lock, ttl)?;
+            handle
+                .unlock(&container, key.as_bytes(), lock, ttl)
+                .about(&container, Some(&key))?;
             common::close(handle)?;
             if output.json {
                 output.print_json(&json!({"unlocked": true}));

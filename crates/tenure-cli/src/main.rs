@@ -32,10 +32,15 @@ Exit codes:
   3  no tenure store at DIR
   4  StoreLocked (423): another process has the store open
   5  Corruption (500): the store refuses to open; run `tenure verify DIR`, then `tenure repair DIR`
-  6  Io or Closed (500): the operating system refused (errno and path are printed)
+  6  Io, Closed or UsedAfterFork (500): the operating system refused (errno and path are
+     printed), or the store cannot be used from this process
+  7  Compacted (410): `changes --since V` asked for history compaction removed; the oldest
+     available version is printed (resume from it)
 
-Errors print the code name of docs/spec.md §12, its status and one line of explanation on stderr;
-with --json they are also printed as {\"error\": {...}} on stdout.";
+Errors print the code name of docs/spec.md §12, its status, the container and key they concern,
+one line of explanation and the item's current ETag where the engine reports one, on stderr;
+with --json they are also printed as {\"error\": {...}} on stdout (code, status, message, exit,
+and container, key, etag, oldest_available where known).";
 
 /// The tenure command-line tool: try the engine, look inside a store, check and repair it.
 #[derive(Parser, Debug)]

@@ -1,8 +1,11 @@
 //! `tenure stat` (what a store holds) and `tenure compact` (reclaim space).
 
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
 use serde_json::json;
 
-use crate::common::{self, open_existing, CliError, CliResult, Output};
+use crate::common::{self, CliError, CliResult, Output};
 use crate::lease::state_name;
 use crate::StoreDir;
 
@@ -16,12 +19,50 @@ pub struct StatArgs {
 pub struct CompactArgs {
     #[command(flatten)]
     pub store: StoreDir,
+    /// Keep at least the last N versions of the change feed (as the application's
+    /// change_feed_retention_versions): compaction keeps the segments that hold them.
+    #[arg(long, value_name = "N")]
+    pub change_feed_retention_versions: Option<u64>,
+    /// Keep at least the last N bytes of log for the change feed.
+    #[arg(long, value_name = "BYTES")]
+    pub change_feed_retention_bytes: Option<u64>,
+}
+
+/// What the files under `directory` take on disk: their allocated blocks (what `du` counts),
+/// and their lengths. A segment file is as long as a segment from the start, its blocks
+/// allocated as the log fills it, so only the blocks say how much space compaction gave back.
+fn disk_usage(directory: &Path) -> CliResult<(u64, u64)> {
+    let mut allocated = 0u64;
+    let mut length = 0u64;
+    let mut pending = vec![directory.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        let entries =
+            std::fs::read_dir(&folder).map_err(|error| CliError::io(&folder, "read", error))?;
+        for entry in entries {
+            let entry = entry.map_err(|error| CliError::io(&folder, "read", error))?;
+            let path = entry.path();
+            let metadata = std::fs::symlink_metadata(&path)
+                .map_err(|error| CliError::io(&path, "stat", error))?;
+            if metadata.is_dir() {
+                pending.push(path);
+            } else if metadata.is_file() {
+                allocated += metadata.blocks() * 512;
+                length += metadata.len();
+            }
+        }
+    }
+    Ok((allocated, length))
+}
+
+fn mebibytes(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
 pub fn run(args: &StatArgs, output: &Output) -> CliResult {
-    let store = open_existing(&args.store.dir)?;
+    let store = common::open_existing(&args.store.dir)?;
     let stats = store.stats()?;
     common::close(store)?;
+    let (disk_bytes, _) = disk_usage(&args.store.dir)?;
     if output.json {
         let containers: Vec<_> = stats
             .containers
@@ -45,6 +86,7 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
             "segments": stats.segments,
             "segment_size_bytes": stats.segment_size_bytes,
             "allocated_bytes": stats.allocated_bytes,
+            "disk_bytes": disk_bytes,
             "log_bytes": stats.log_bytes,
             "live_bytes": stats.live_bytes,
             "dead_bytes": stats.dead_bytes,
@@ -61,6 +103,10 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
     println!(
         "segments:       {} (segment size {} bytes, {} bytes allocated)",
         stats.segments, stats.segment_size_bytes, stats.allocated_bytes
+    );
+    println!(
+        "disk usage:     {disk_bytes} bytes ({}; the blocks the store's files use)",
+        mebibytes(disk_bytes)
     );
     println!("log bytes:      {}", stats.log_bytes);
     println!("live bytes:     {}", stats.live_bytes);
@@ -89,8 +135,31 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
 }
 
 pub fn compact(args: &CompactArgs, output: &Output) -> CliResult {
-    let store = open_existing(&args.store.dir)?;
-    let before = store.log_bytes();
+    for (flag, value) in [
+        (
+            "--change-feed-retention-versions",
+            args.change_feed_retention_versions,
+        ),
+        (
+            "--change-feed-retention-bytes",
+            args.change_feed_retention_bytes,
+        ),
+    ] {
+        if value == Some(0) {
+            return Err(CliError::usage(flag, "must be at least 1"));
+        }
+    }
+    if !common::store_exists(&args.store.dir) {
+        return Err(CliError::no_store(&args.store.dir));
+    }
+    let options = tenure::StoreOptions {
+        change_feed_retention_versions: args.change_feed_retention_versions,
+        change_feed_retention_bytes: args.change_feed_retention_bytes,
+        ..common::store_options()
+    };
+    let store = tenure::Store::open(&args.store.dir, options)?;
+    let (disk_before, files_before) = disk_usage(&args.store.dir)?;
+    let log_before = store.log_bytes();
     // compact() removes sealed segments oldest first, moving the log's start forward: the bar
     // follows the start while compaction runs on another thread.
     let sealed = store.sealed_bytes();
@@ -110,9 +179,12 @@ pub fn compact(args: &CompactArgs, output: &Output) -> CliResult {
         status: None,
         message: "the compaction thread panicked (a bug in tenure; please report it)".to_owned(),
         exit: common::EXIT_IO,
+        ..CliError::default()
     })??;
-    let after = store.log_bytes();
+    let log_after = store.log_bytes();
     common::close(store)?;
+    // After the close: files the compaction let go of are gone by now.
+    let (disk_after, files_after) = disk_usage(&args.store.dir)?;
     if output.json {
         output.print_json(&json!({
             "segments_removed": report.segments_removed,
@@ -121,20 +193,36 @@ pub fn compact(args: &CompactArgs, output: &Output) -> CliResult {
             "containers_relocated": report.containers_relocated,
             "deferred_by_snapshot": report.deferred_by_snapshot,
             "retained_for_change_feed": report.retained_for_change_feed,
-            "allocated_bytes_before": before,
-            "allocated_bytes_after": after,
+            "deferred_by_writes": report.deferred_by_writes,
+            "disk_bytes_before": disk_before,
+            "disk_bytes_after": disk_after,
+            "file_bytes_before": files_before,
+            "file_bytes_after": files_after,
+            "log_bytes_before": log_before,
+            "log_bytes_after": log_after,
         }));
     } else {
         println!(
-            "compacted: {} segment(s) removed ({} bytes), {} item(s) and {} container(s) copied forward",
+            "compacted: {} segment(s) removed ({} bytes of log), {} item(s) and {} container(s) copied forward",
             report.segments_removed,
             report.bytes_removed,
             report.items_relocated,
             report.containers_relocated
         );
-        println!("log files: {before} -> {after} bytes");
+        println!(
+            "disk usage: {disk_before} -> {disk_after} bytes ({} -> {}; blocks in use under {})",
+            mebibytes(disk_before),
+            mebibytes(disk_after),
+            args.store.dir.display()
+        );
+        println!(
+            "file sizes: {files_before} -> {files_after} bytes (segment files are a segment long from the start)"
+        );
         if report.segments_removed == 0 {
             println!("(the newest segment is never compacted; nothing older was sealed)");
+        }
+        if report.retained_for_change_feed {
+            println!("(the change feed's retention kept the oldest segment)");
         }
     }
     common::ok()

@@ -3,6 +3,8 @@
 
 mod support;
 
+use std::path::Path;
+
 use support::{scratch, store_with_items, tenure, tenure_with_stdin, text};
 
 #[test]
@@ -153,6 +155,23 @@ fn a_stale_if_match_is_condition_not_met_and_changes_nothing() {
     .json();
     assert_eq!(json_error["error"]["code"], "ConditionNotMet");
     assert_eq!(json_error["error"]["status"], 412);
+    // The current ETag, and what the error is about, as fields a script can read.
+    assert_eq!(json_error["error"]["etag"], second.as_str(), "{json_error}");
+    assert_eq!(json_error["error"]["container"], "docs");
+    assert_eq!(json_error["error"]["key"], "k");
+    assert!(
+        stale.stderr.contains("key 'k' in container 'docs'"),
+        "{}",
+        stale.stderr
+    );
+    let missing = tenure(&["get", &dir, "docs", "nothing-here"]).expect(1);
+    assert!(
+        missing
+            .stderr
+            .contains("NotFound (404): key 'nothing-here' in container 'docs'"),
+        "{}",
+        missing.stderr
+    );
 }
 
 #[test]
@@ -256,9 +275,34 @@ fn values_from_a_file_and_from_stdin() {
 }
 
 #[test]
+fn list_prints_one_page_and_its_token_unless_all() {
+    let dir = text(&store_with_items("list-page", 25));
+    let page = tenure(&["list", &dir, "docs", "--page-size", "10"]).expect(0);
+    let lines: Vec<&str> = page.stdout.lines().collect();
+    assert_eq!(lines.len(), 11, "ten items and the token: {}", page.stdout);
+    assert!(lines[10].starts_with("continuation: "), "{}", page.stdout);
+    assert!(page.stderr.contains("--all"), "{}", page.stderr);
+    let default_page = tenure(&["--json", "list", &dir, "docs", "--page-size", "10"])
+        .expect(0)
+        .json();
+    assert_eq!(default_page["items"].as_array().expect("items").len(), 10);
+    assert!(default_page["continuation"].is_string(), "{default_page}");
+    let everything = tenure(&["list", &dir, "docs", "--page-size", "10", "--all"]).expect(0);
+    assert_eq!(
+        everything.stdout.lines().count(),
+        25,
+        "{}",
+        everything.stdout
+    );
+    // The old flag still works and means the default.
+    let single = tenure(&["list", &dir, "docs", "--page-size", "10", "--single-page"]).expect(0);
+    assert_eq!(single.stdout, page.stdout);
+}
+
+#[test]
 fn list_follows_pages_or_prints_one_with_its_token() {
     let dir = text(&store_with_items("list", 7));
-    let all = tenure(&["--json", "list", &dir, "docs", "--page-size", "3"])
+    let all = tenure(&["--json", "list", &dir, "docs", "--page-size", "3", "--all"])
         .expect(0)
         .json();
     let keys: Vec<&str> = all["items"]
@@ -293,6 +337,7 @@ fn list_follows_pages_or_prints_one_with_its_token() {
         "3",
         "--continuation",
         &token,
+        "--all",
     ])
     .expect(0);
     assert!(rest.stdout.starts_with("key-4"), "{}", rest.stdout);
@@ -682,14 +727,30 @@ fn compact_removes_sealed_segments_and_keeps_every_item() {
     let dir = text(&dir);
     let before = tenure(&["--json", "stat", &dir]).expect(0).json();
     assert!(before["segments"].as_u64().unwrap() > 2, "{before}");
+    assert_eq!(
+        before["disk_bytes"].as_u64().unwrap(),
+        disk_usage(Path::new(&dir))
+    );
+    let disk_before = disk_usage(Path::new(&dir));
     let report = tenure(&["--json", "compact", &dir]).expect(0).json();
     assert!(
         report["segments_removed"].as_u64().unwrap() >= 1,
         "{report}"
     );
+    // Real disk usage, as `du` counts it (blocks), before and after.
+    assert_eq!(
+        report["disk_bytes_before"].as_u64().unwrap(),
+        disk_before,
+        "{report}"
+    );
+    assert_eq!(
+        report["disk_bytes_after"].as_u64().unwrap(),
+        disk_usage(Path::new(&dir)),
+        "{report}"
+    );
     assert!(
-        report["allocated_bytes_after"].as_u64().unwrap()
-            < report["allocated_bytes_before"].as_u64().unwrap(),
+        report["disk_bytes_after"].as_u64().unwrap()
+            < report["disk_bytes_before"].as_u64().unwrap(),
         "{report}"
     );
     let after = tenure(&["--json", "stat", &dir]).expect(0).json();
@@ -697,6 +758,11 @@ fn compact_removes_sealed_segments_and_keeps_every_item() {
     let text_report = tenure(&["compact", &dir]).expect(0);
     assert!(
         text_report.stdout.starts_with("compacted:"),
+        "{}",
+        text_report.stdout
+    );
+    assert!(
+        text_report.stdout.contains("disk usage: "),
         "{}",
         text_report.stdout
     );
@@ -789,4 +855,88 @@ fn a_reader_that_stops_early_ends_the_tool_quietly() {
         "ended by SIGPIPE: {:?}",
         output.status
     );
+}
+
+/// Blocks in use under `directory`, as `du` counts them.
+fn disk_usage(directory: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(directory)
+        .expect("the store directory")
+        .map(|entry| {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                disk_usage(&path)
+            } else {
+                std::fs::metadata(&path).expect("metadata").blocks() * 512
+            }
+        })
+        .sum()
+}
+
+/// A store whose first segments hold overwritten versions: compaction removes them.
+fn compactable_store(name: &str) -> String {
+    let dir = scratch(name).join("store");
+    let options = tenure::StoreOptions {
+        segment_size_bytes: 64 << 10,
+        background_compaction_interval: None,
+        ..tenure::StoreOptions::default()
+    };
+    let store = tenure::Store::open(&dir, options).expect("open");
+    store
+        .create_container("docs", &Default::default())
+        .expect("container");
+    for _round in 0..4 {
+        for index in 0..40 {
+            store
+                .put(
+                    "docs",
+                    format!("key-{index}").as_bytes(),
+                    &[b'x'; 2000],
+                    &Default::default(),
+                )
+                .expect("put");
+        }
+    }
+    support::close(store);
+    text(&dir)
+}
+
+#[test]
+fn changes_after_compaction_exit_7_naming_the_oldest_version() {
+    let dir = compactable_store("changes-compacted");
+    tenure(&["compact", &dir]).expect(0);
+    let refused = tenure(&["changes", &dir, "--since", "0"]).expect(7);
+    assert!(
+        refused.stderr.contains("Compacted (410)"),
+        "{}",
+        refused.stderr
+    );
+    let json = tenure(&["--json", "changes", &dir, "--since", "0"]).expect(7);
+    let error = serde_json::from_str::<serde_json::Value>(json.stdout.trim()).expect("JSON");
+    let oldest = error["error"]["oldest_available"].as_u64().expect("oldest");
+    assert!(oldest > 1, "{error}");
+    assert!(
+        refused.stderr.contains(&format!("--since {}", oldest - 1)),
+        "{}",
+        refused.stderr
+    );
+    tenure(&["changes", &dir, "--since", &(oldest - 1).to_string()]).expect(0);
+}
+
+#[test]
+fn compact_keeps_the_change_feed_it_is_asked_to_keep() {
+    let dir = compactable_store("changes-retained");
+    let kept = tenure(&[
+        "--json",
+        "compact",
+        &dir,
+        "--change-feed-retention-versions",
+        "100000",
+    ])
+    .expect(0)
+    .json();
+    assert_eq!(kept["retained_for_change_feed"], true, "{kept}");
+    let all = tenure(&["changes", &dir, "--since", "0"]).expect(0);
+    assert_eq!(all.stdout.lines().count(), 1 + 160, "{}", all.stdout);
+    tenure(&["compact", &dir, "--change-feed-retention-bytes", "0"]).expect(2);
 }

@@ -165,6 +165,7 @@ fn help_documents_the_exit_codes() {
         "4  StoreLocked",
         "5  Corruption",
         "6  Io",
+        "7  Compacted",
     ] {
         assert!(help.stdout.contains(line), "{line}: {}", help.stdout);
     }
