@@ -553,6 +553,14 @@ class Container:
     ) -> tenure.Item:
         """Reads an item, value included (docs/spec.md §3): `NotModified`,
         `ConditionNotMet`, `NotFound` (`exists()` asks without an error)."""
+        if (
+            if_match is None
+            and if_none_match is None
+            and if_modified_since is None
+            and if_unmodified_since is None
+            and lease_id is None
+        ):
+            return self._container.get(key)  # the common read, without five None arguments
         return self._container.get(
             key,
             if_match=if_match,
@@ -613,10 +621,39 @@ class Container:
         lock_handle: Optional[_LockHandleArg] = None,
     ) -> str:
         """Writes the item, creating or replacing it; returns the new ETag."""
-        return await self._store._write(
+        if self._store._inline_writes:  # never waits: no thread hop, no extra coroutine
+            if (
+                content_type is None
+                and metadata is None
+                and ttl is None
+                and if_none_match is None
+                and if_modified_since is None
+                and if_unmodified_since is None
+                and if_version is None
+                and lease_id is None
+                and lock_handle is None
+            ):  # a plain or compare-and-swap write, without ten None arguments
+                if if_match is None:
+                    return self._container.put(key, value)
+                return self._container.put(key, value, if_match=if_match)
+            return self._container.put(
+                key,
+                value,
+                content_type=content_type,
+                metadata=metadata,
+                ttl=ttl,
+                if_match=if_match,
+                if_none_match=if_none_match,
+                if_modified_since=if_modified_since,
+                if_unmodified_since=if_unmodified_since,
+                if_version=if_version,
+                lease_id=lease_id,
+                lock_handle=lock_handle,
+            )
+        return await self._store._offload(
             self._container.put,
             key,
-            bytes(value) if not isinstance(value, bytes) else value,
+            bytes(value),  # a copy: the caller may change a mutable buffer while it waits
             content_type=content_type,
             metadata=metadata,
             ttl=ttl,
@@ -646,10 +683,39 @@ class Container:
         lock_handle: Optional[_LockHandleArg] = None,
     ) -> str:
         """Writes the item only if it does not exist (`AlreadyExists` otherwise)."""
-        return await self._store._write(
+        if self._store._inline_writes:  # never waits: no thread hop, no extra coroutine
+            if (
+                content_type is None
+                and metadata is None
+                and ttl is None
+                and if_none_match is None
+                and if_modified_since is None
+                and if_unmodified_since is None
+                and if_version is None
+                and lease_id is None
+                and lock_handle is None
+            ):  # a plain or compare-and-swap write, without ten None arguments
+                if if_match is None:
+                    return self._container.create(key, value)
+                return self._container.create(key, value, if_match=if_match)
+            return self._container.create(
+                key,
+                value,
+                content_type=content_type,
+                metadata=metadata,
+                ttl=ttl,
+                if_match=if_match,
+                if_none_match=if_none_match,
+                if_modified_since=if_modified_since,
+                if_unmodified_since=if_unmodified_since,
+                if_version=if_version,
+                lease_id=lease_id,
+                lock_handle=lock_handle,
+            )
+        return await self._store._offload(
             self._container.create,
             key,
-            bytes(value) if not isinstance(value, bytes) else value,
+            bytes(value),  # a copy: the caller may change a mutable buffer while it waits
             content_type=content_type,
             metadata=metadata,
             ttl=ttl,
@@ -679,10 +745,39 @@ class Container:
         lock_handle: Optional[_LockHandleArg] = None,
     ) -> str:
         """Writes the item only if it exists (`NotFound` otherwise)."""
-        return await self._store._write(
+        if self._store._inline_writes:  # never waits: no thread hop, no extra coroutine
+            if (
+                content_type is None
+                and metadata is None
+                and ttl is None
+                and if_none_match is None
+                and if_modified_since is None
+                and if_unmodified_since is None
+                and if_version is None
+                and lease_id is None
+                and lock_handle is None
+            ):  # a plain or compare-and-swap write, without ten None arguments
+                if if_match is None:
+                    return self._container.replace(key, value)
+                return self._container.replace(key, value, if_match=if_match)
+            return self._container.replace(
+                key,
+                value,
+                content_type=content_type,
+                metadata=metadata,
+                ttl=ttl,
+                if_match=if_match,
+                if_none_match=if_none_match,
+                if_modified_since=if_modified_since,
+                if_unmodified_since=if_unmodified_since,
+                if_version=if_version,
+                lease_id=lease_id,
+                lock_handle=lock_handle,
+            )
+        return await self._store._offload(
             self._container.replace,
             key,
-            bytes(value) if not isinstance(value, bytes) else value,
+            bytes(value),  # a copy: the caller may change a mutable buffer while it waits
             content_type=content_type,
             metadata=metadata,
             ttl=ttl,
