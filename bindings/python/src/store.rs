@@ -242,6 +242,12 @@ fn store_options(
                 store_options.background_compaction_sealed_segments =
                     as_usize(positive("background_compaction_sealed_segments")?)
             }
+            "read_only" => {
+                if !value.is_instance_of::<pyo3::types::PyBool>() {
+                    return Err(convert::wrong_type("read_only", "a bool", &value));
+                }
+                store_options.read_only = value.extract()?;
+            }
             "change_feed_retention_versions" => {
                 store_options.change_feed_retention_versions = if value.is_none() {
                     None

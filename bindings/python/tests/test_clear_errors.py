@@ -245,3 +245,19 @@ def test_docstrings_cite_docs_spec_md(store: tenure.Store) -> None:
     joined = "\n".join(texts)
     assert "SPEC" not in joined
     assert re.findall(r"docs/spec\.md §\d+", joined), "section references name docs/spec.md"
+
+
+def test_a_read_only_open_beside_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with tenure.open(path, durability="sync", segment_size_bytes=1 << 20) as writer:
+        items = writer.create_container("items")
+        items.put("k", b"v")
+        with tenure.open(path, read_only=True) as reader:  # beside the writer: no StoreLocked
+            seen = reader.container("items")
+            assert seen.get("k").value == b"v"
+            with pytest.raises(tenure.ReadOnly) as refused:
+                seen.put("k", b"x")
+            assert refused.value.status == 403 and refused.value.key == "k"
+        items.put("k", b"still writable")
+    with pytest.raises(TypeError):
+        tenure.open(path, read_only="yes")

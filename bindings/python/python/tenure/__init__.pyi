@@ -114,7 +114,8 @@ def open(
     max_content_type_bytes, max_batch_operations, max_batch_bytes, max_page_size,
     background_compaction_interval (seconds, a timedelta or None),
     background_compaction_sealed_segments, change_feed_retention_versions,
-    change_feed_retention_bytes.
+    change_feed_retention_bytes, read_only (open beside a writer, or files this process
+    cannot write: no lock taken, nothing written, every write raises ReadOnly).
     """
 
 @final
