@@ -1,4 +1,7 @@
-/* tenure C ABI. The contract: crates/tenure-ffi/README.md. */
+/* tenure C ABI. The contract: crates/tenure-ffi/README.md. C99 or newer, or C++. */
+#if !defined(__cplusplus) && (!defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L)
+#error "tenure.h needs C99 or newer (it uses <stdbool.h>, <stdint.h> and // comments): compile with -std=c99 or later"
+#endif
 
 #ifndef TENURE_H
 #define TENURE_H
@@ -8,12 +11,49 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/* Marks the 0.1 forms of the calls an options struct replaced. They keep working in ABI 0 and
+   go with the next ABI; define TENURE_NO_DEPRECATION_WARNINGS to silence the warning. */
+#if defined(TENURE_NO_DEPRECATION_WARNINGS)
+#define TENURE_DEPRECATED(note)
+#elif defined(__cplusplus) && __cplusplus >= 201402L
+#define TENURE_DEPRECATED(note) [[deprecated(note)]]
+#elif defined(__GNUC__) || defined(__clang__)
+#define TENURE_DEPRECATED(note) __attribute__((deprecated(note)))
+#elif defined(_MSC_VER)
+#define TENURE_DEPRECATED(note) __declspec(deprecated(note))
+#else
+#define TENURE_DEPRECATED(note)
+#endif
+
+/* The one spelling of "infinite" or "never" (a lease duration, an item TTL). Zero always means
+   "absent": the default applies. */
+#define TENURE_INFINITE (-1)
+
+/* Initialisers of the options structs: `tenure_read_options options = TENURE_READ_OPTIONS_INIT;`
+   sets struct_size and zeroes every other field (every field's zero value means "absent"). */
+#if defined(__cplusplus)
+#define TENURE_OPTIONS_INIT_(type) \
+    ([]() { type options_ = {}; options_.struct_size = static_cast<uint32_t>(sizeof(type)); return options_; }())
+#else
+#define TENURE_OPTIONS_INIT_(type) { .struct_size = (uint32_t)sizeof(type) }
+#endif
+#define TENURE_READ_OPTIONS_INIT TENURE_OPTIONS_INIT_(tenure_read_options)
+#define TENURE_WRITE_OPTIONS_INIT TENURE_OPTIONS_INIT_(tenure_write_options)
+#define TENURE_LIST_OPTIONS_INIT TENURE_OPTIONS_INIT_(tenure_list_options)
+#define TENURE_LOCK_OPTIONS_INIT TENURE_OPTIONS_INIT_(tenure_lock_options)
+#define TENURE_LEASE_OPTIONS_INIT TENURE_OPTIONS_INIT_(tenure_lease_options)
 
 #define TENURE_VERSION_MAJOR 0
 
 #define TENURE_VERSION_MINOR 1
 
 #define TENURE_VERSION_PATCH 0
+
+/*
+ The ABI's version: the shared library is `libtenure.so.<TENURE_ABI_VERSION>`. It changes
+ only when a function or struct of the ABI is removed or changed incompatibly.
+ */
+#define TENURE_ABI_VERSION 0
 
 /*
  Size of an ETag text buffer (`"0x` + 16 hex digits + `"` + NUL fits).
@@ -67,6 +107,83 @@
 #define TENURE_LEASE_HOLDER_MAX 256
 
 /*
+ Items per page of a listing whose options leave `page_size` 0.
+ */
+#define TENURE_LIST_DEFAULT_PAGE_SIZE 100
+
+/*
+ Size of the holder buffer of `tenure_lease_details`: the longest label and its NUL.
+ */
+#define TENURE_LEASE_HOLDER_SIZE (TENURE_LEASE_HOLDER_MAX + 1)
+
+/*
+ The result of every fallible call: `TENURE_OK` or one of the `TENURE_ERR_*` values. The
+ numbers are fixed: a status is never renumbered or reused, and a new one takes the next free
+ number of its family.
+ */
+typedef enum {
+  TENURE_OK = 0,
+  /*
+   The read's condition group says the caller's copy is current (304).
+   */
+  TENURE_ERR_NOT_MODIFIED = 100,
+  /*
+   A bad argument, named in the message; nothing changed (400).
+   */
+  TENURE_ERR_INVALID_ARGUMENT = 101,
+  /*
+   The store was opened read-only (403).
+   */
+  TENURE_ERR_READ_ONLY = 102,
+  TENURE_ERR_NOT_FOUND = 200,
+  TENURE_ERR_CONTAINER_NOT_FOUND = 201,
+  /*
+   The change-feed position is older than the retained history (410).
+   */
+  TENURE_ERR_COMPACTED = 202,
+  TENURE_ERR_ALREADY_EXISTS = 300,
+  TENURE_ERR_CONTAINER_ALREADY_EXISTS = 301,
+  TENURE_ERR_LEASE_ALREADY_PRESENT = 302,
+  TENURE_ERR_LEASE_ID_MISMATCH_WITH_LEASE_OPERATION = 303,
+  TENURE_ERR_LEASE_NOT_PRESENT_WITH_LEASE_OPERATION = 304,
+  TENURE_ERR_LEASE_IS_BROKEN_AND_CANNOT_BE_RENEWED = 305,
+  TENURE_ERR_LEASE_IS_BREAKING_AND_CANNOT_BE_ACQUIRED = 306,
+  TENURE_ERR_LEASE_IS_BREAKING_AND_CANNOT_BE_CHANGED = 307,
+  TENURE_ERR_OBJECT_LOCKED = 308,
+  TENURE_ERR_CONDITION_NOT_MET = 400,
+  TENURE_ERR_VERSION_MISMATCH = 401,
+  TENURE_ERR_LEASE_ID_MISSING = 402,
+  TENURE_ERR_LEASE_ID_MISMATCH_WITH_BLOB_OPERATION = 403,
+  TENURE_ERR_LEASE_NOT_PRESENT_WITH_BLOB_OPERATION = 404,
+  TENURE_ERR_LEASE_LOST = 405,
+  TENURE_ERR_LEASE_ID_MISMATCH_WITH_CONTAINER_OPERATION = 406,
+  TENURE_ERR_LEASE_NOT_PRESENT_WITH_CONTAINER_OPERATION = 407,
+  TENURE_ERR_OBJECT_NOT_LOCKED = 408,
+  TENURE_ERR_INVALID_LOCK_HANDLE = 409,
+  TENURE_ERR_FAILED_DEPENDENCY = 500,
+  TENURE_ERR_STORE_LOCKED = 501,
+  TENURE_ERR_CORRUPTION = 502,
+  TENURE_ERR_IO = 503,
+  TENURE_ERR_CLOSED = 504,
+  /*
+   The handle was opened in another process and reached this one through `fork()`.
+   */
+  TENURE_ERR_USED_AFTER_FORK = 505,
+  /*
+   Gave up after too many concurrent writes to the same keys; nothing changed.
+   */
+  TENURE_ERR_BUSY = 506,
+  /*
+   tenure panicked; the message says where. Nothing unwinds into C.
+   */
+  TENURE_ERR_PANIC = 900,
+  /*
+   A caller buffer is too small; the length needed was written.
+   */
+  TENURE_ERR_BUFFER_TOO_SMALL = 901,
+} tenure_status;
+
+/*
  A batch under construction.
  */
 typedef struct tenure_batch tenure_batch;
@@ -95,11 +212,6 @@ typedef struct tenure_snapshot tenure_snapshot;
  An open store.
  */
 typedef struct tenure_store tenure_store;
-
-/*
- The result of every fallible call: `TENURE_OK` or one of the `TENURE_ERR_*` values.
- */
-typedef uint32_t tenure_status;
 
 /*
  Conditions and options of a read or write. Zero-initialise, then set what you need; NULL
@@ -156,6 +268,45 @@ typedef struct {
   const tenure_metadata_entry *metadata;
   size_t metadata_count;
 } tenure_write_properties;
+
+/*
+ How a write is made: tenure_store_write, tenure_batch_add_write, tenure_store_set_properties,
+ tenure_store_set_metadata, tenure_store_set_container_metadata. Declare it with
+ `tenure_write_options options = TENURE_WRITE_OPTIONS_INIT;` (NULL options = a plain put).
+ */
+typedef struct {
+  /*
+   `sizeof(tenure_write_options)`; TENURE_WRITE_OPTIONS_INIT sets it.
+   */
+  uint32_t struct_size;
+  /*
+   TENURE_WRITE_PUT (0: create or replace), TENURE_WRITE_CREATE or TENURE_WRITE_REPLACE
+   (tenure_store_write and tenure_batch_add_write; 0 elsewhere).
+   */
+  uint32_t kind;
+  /*
+   Conditions, lease id, lock handle and TTL; NULL = none.
+   */
+  const tenure_conditions *conditions;
+  /*
+   NUL-terminated UTF-8; NULL = none. A write replaces the item's content type and
+   metadata with these: a write without them leaves the item with none.
+   */
+  const char *content_type;
+  /*
+   `metadata_count` pairs; NULL only with a count of 0.
+   */
+  const tenure_metadata_entry *metadata;
+  size_t metadata_count;
+} tenure_write_options;
+
+/*
+ An ETag as text: `"0x` + 16 hex digits + `"`, NUL-terminated. The capacity is in the type,
+ so an output of this type can never be too small.
+ */
+typedef struct {
+  char text[TENURE_ETAG_SIZE];
+} tenure_etag;
 
 /*
  What tenure_container_get_properties reports besides the metadata.
@@ -237,10 +388,49 @@ typedef struct {
   bool has_expires_at;
   int64_t expires_at_us;
   /*
-   The value's length in bytes.
+   The value's length in bytes (0 from tenure_get_properties, which does not read it).
    */
   uint64_t value_length;
 } tenure_item_info;
+
+/*
+ A cache lock's request: tenure_store_get_and_lock (`lock_timeout_ms`, `force`),
+ tenure_store_put_and_unlock and tenure_store_unlock (`lock_handle`, TTL). Declare it with
+ `tenure_lock_options options = TENURE_LOCK_OPTIONS_INIT;`. Fields a call does not use must
+ stay 0.
+ */
+typedef struct {
+  /*
+   `sizeof(tenure_lock_options)`; TENURE_LOCK_OPTIONS_INIT sets it.
+   */
+  uint32_t struct_size;
+  /*
+   get_and_lock: lock even an absent key (docs/spec.md §6).
+   */
+  bool force;
+  /*
+   get_and_lock: how long the lock lasts, > 0 (required).
+   */
+  uint64_t lock_timeout_ms;
+  /*
+   put_and_unlock, unlock: the handle get_and_lock returned (required).
+   */
+  const char *lock_handle;
+  /*
+   put_and_unlock, unlock: with `has_ttl`, the item's TTL restarts from now:
+   1..=4294967295 seconds or TENURE_INFINITE (never expires).
+   */
+  bool has_ttl;
+  int64_t ttl_seconds;
+} tenure_lock_options;
+
+/*
+ A cache lock's handle as text (32 hex digits, NUL-terminated), as tenure_store_get_and_lock
+ returns it.
+ */
+typedef struct {
+  char text[TENURE_LOCK_HANDLE_SIZE];
+} tenure_lock_handle;
 
 /*
  Options of `tenure_store_open`. Pass NULL for the defaults; zero-initialise and set fields.
@@ -284,87 +474,176 @@ typedef struct {
   bool deferred_by_writes;
 } tenure_compaction_report;
 
-#define TENURE_OK 0
-
-#define TENURE_ERR_NOT_MODIFIED 100
-
-#define TENURE_ERR_INVALID_ARGUMENT 101
+/*
+ A lease request: tenure_store_acquire_lease and tenure_store_acquire_container_lease
+ (`duration_seconds` required; `proposed_id`, `holder`, `timeout_ms` optional),
+ tenure_store_break_lease and tenure_store_break_container_lease (`has_break_period`).
+ Declare it with `tenure_lease_options options = TENURE_LEASE_OPTIONS_INIT;`. Fields a call
+ does not use must stay 0.
+ */
+typedef struct {
+  /*
+   `sizeof(tenure_lease_options)`; TENURE_LEASE_OPTIONS_INIT sets it.
+   */
+  uint32_t struct_size;
+  /*
+   Acquire: 15..=60 seconds or TENURE_INFINITE.
+   */
+  int64_t duration_seconds;
+  /*
+   Acquire: the lease id to use (a UUID); NULL = a generated one.
+   */
+  const char *proposed_id;
+  /*
+   Acquire: a label lease info reports (NUL-terminated UTF-8, at most
+   TENURE_LEASE_HOLDER_MAX bytes); NULL = none.
+   */
+  const char *holder;
+  /*
+   Acquire of an item's lease: wait up to this long (at most 24 h) for it to be free;
+   0 = never wait.
+   */
+  uint64_t timeout_ms;
+  /*
+   Break: with `has_break_period`, 0..=60 seconds; without, the default (docs/spec.md §4).
+   */
+  bool has_break_period;
+  int64_t break_period_seconds;
+} tenure_lease_options;
 
 /*
- The store was opened read-only (403).
+ A lease as of now, with its holder label: tenure_store_lease_info,
+ tenure_store_container_lease_info.
  */
-#define TENURE_ERR_READ_ONLY 102
-
-#define TENURE_ERR_NOT_FOUND 200
-
-#define TENURE_ERR_CONTAINER_NOT_FOUND 201
+typedef struct {
+  /*
+   One of TENURE_LEASE_*.
+   */
+  uint32_t state;
+  bool has_id;
+  /*
+   NUL-terminated UUID text (when `has_id`).
+   */
+  char id[TENURE_LEASE_ID_SIZE];
+  bool has_fence;
+  uint64_t fence;
+  /*
+   Time until the lease or its break ends by itself (absent: nothing runs out).
+   */
+  bool has_remaining;
+  uint64_t remaining_ms;
+  /*
+   The label of the last acquire while the lease exists (leased, breaking, expired or
+   broken); false when it is available or was acquired without one.
+   */
+  bool has_holder;
+  /*
+   The label's length in bytes (without the NUL).
+   */
+  size_t holder_length;
+  /*
+   The label, NUL-terminated UTF-8 (empty without one).
+   */
+  char holder[TENURE_LEASE_HOLDER_SIZE];
+} tenure_lease_details;
 
 /*
- The change-feed position is older than the retained history (410).
+ How a read is made: tenure_store_get_value, tenure_snapshot_get_value,
+ tenure_snapshot_get_view, tenure_store_get_with. Declare it with
+ `tenure_read_options options = TENURE_READ_OPTIONS_INIT;` (NULL options = none).
  */
-#define TENURE_ERR_COMPACTED 202
-
-#define TENURE_ERR_ALREADY_EXISTS 300
-
-#define TENURE_ERR_CONTAINER_ALREADY_EXISTS 301
-
-#define TENURE_ERR_LEASE_ALREADY_PRESENT 302
-
-#define TENURE_ERR_LEASE_ID_MISMATCH_WITH_LEASE_OPERATION 303
-
-#define TENURE_ERR_LEASE_NOT_PRESENT_WITH_LEASE_OPERATION 304
-
-#define TENURE_ERR_LEASE_IS_BROKEN_AND_CANNOT_BE_RENEWED 305
-
-#define TENURE_ERR_LEASE_IS_BREAKING_AND_CANNOT_BE_ACQUIRED 306
-
-#define TENURE_ERR_LEASE_IS_BREAKING_AND_CANNOT_BE_CHANGED 307
-
-#define TENURE_ERR_OBJECT_LOCKED 308
-
-#define TENURE_ERR_CONDITION_NOT_MET 400
-
-#define TENURE_ERR_VERSION_MISMATCH 401
-
-#define TENURE_ERR_LEASE_ID_MISSING 402
-
-#define TENURE_ERR_LEASE_ID_MISMATCH_WITH_BLOB_OPERATION 403
-
-#define TENURE_ERR_LEASE_NOT_PRESENT_WITH_BLOB_OPERATION 404
-
-#define TENURE_ERR_LEASE_LOST 405
-
-#define TENURE_ERR_LEASE_ID_MISMATCH_WITH_CONTAINER_OPERATION 406
-
-#define TENURE_ERR_LEASE_NOT_PRESENT_WITH_CONTAINER_OPERATION 407
-
-#define TENURE_ERR_OBJECT_NOT_LOCKED 408
-
-#define TENURE_ERR_INVALID_LOCK_HANDLE 409
-
-#define TENURE_ERR_FAILED_DEPENDENCY 500
-
-#define TENURE_ERR_STORE_LOCKED 501
-
-#define TENURE_ERR_CORRUPTION 502
-
-#define TENURE_ERR_IO 503
-
-#define TENURE_ERR_CLOSED 504
+typedef struct {
+  /*
+   `sizeof(tenure_read_options)`; TENURE_READ_OPTIONS_INIT sets it.
+   */
+  uint32_t struct_size;
+  /*
+   The read's conditions and lease id; NULL = none. `lock_handle` and `has_ttl` are refused.
+   */
+  const tenure_conditions *conditions;
+} tenure_read_options;
 
 /*
- The handle was opened in another process and reached this one through `fork()`.
+ Where a copy-out read puts the value, and what it reports. The caller fills `buffer` and
+ `capacity`; the library writes `length` and `info` on success. On
+ TENURE_ERR_BUFFER_TOO_SMALL only `length` is written: the size needed.
  */
-#define TENURE_ERR_USED_AFTER_FORK 505
+typedef struct {
+  /*
+   In: where the value is copied; NULL only with `capacity` 0 (a size query).
+   */
+  uint8_t *buffer;
+  /*
+   In: how many bytes `buffer` holds.
+   */
+  size_t capacity;
+  /*
+   Out: the value's length (also on TENURE_ERR_BUFFER_TOO_SMALL).
+   */
+  size_t length;
+  /*
+   Out: version, ETag, dates and value length.
+   */
+  tenure_item_info info;
+} tenure_value_out;
 
 /*
- Gave up after too many concurrent writes to the same keys; nothing changed.
+ One page of a listing: tenure_store_list_items, tenure_snapshot_list_items. Declare it with
+ `tenure_list_options options = TENURE_LIST_OPTIONS_INIT;` (NULL options = the defaults).
  */
-#define TENURE_ERR_BUSY 506
+typedef struct {
+  /*
+   `sizeof(tenure_list_options)`; TENURE_LIST_OPTIONS_INIT sets it.
+   */
+  uint32_t struct_size;
+  /*
+   Items per page, 1..=10000; 0 = TENURE_LIST_DEFAULT_PAGE_SIZE.
+   */
+  uint32_t page_size;
+  /*
+   Only keys that start with these bytes; NULL only with a length of 0 (all keys).
+   */
+  const uint8_t *prefix;
+  size_t prefix_length;
+  /*
+   NULL for the first page, else the text tenure_page_continuation gave.
+   */
+  const char *continuation;
+  /*
+   Whether the page carries the values (tenure_page_value), not only keys and properties.
+   */
+  bool include_values;
+} tenure_list_options;
 
-#define TENURE_ERR_PANIC 900
+/*
+ An item's value lent from the store's mapped log, and what a read reports beside it.
+ `value` points to `value_length` bytes that must not be written (the mapping is read-only
+ to callers) and stay valid for as long as the read's lender lives: the snapshot of
+ tenure_snapshot_get_view until it is freed, the callback of tenure_store_get_with until it
+ returns. An empty value's pointer is valid and points to no bytes.
+ */
+typedef struct {
+  const uint8_t *value;
+  size_t value_length;
+  /*
+   The item's version; tenure_etag_from_version gives its ETag text, and
+   `tenure_conditions.if_version` takes it as is.
+   */
+  uint64_t version;
+  /*
+   Microseconds since the Unix epoch.
+   */
+  int64_t last_modified_us;
+  bool has_expires_at;
+  int64_t expires_at_us;
+} tenure_view;
 
-#define TENURE_ERR_BUFFER_TOO_SMALL 901
+/*
+ The callback of tenure_store_get_with: `context` as given, `view` valid until it returns.
+ It must return normally (no longjmp, no C++ exception through it); it may call tenure, but
+ while it runs the read holds back the reclamation of replaced versions, so keep it short.
+ */
+typedef void (*tenure_view_fn)(void *context, const tenure_view *view);
 
 #ifdef __cplusplus
 extern "C" {
@@ -378,7 +657,8 @@ tenure_status tenure_batch_new(const tenure_store *store, tenure_batch **batch_o
 /*
  Adds a put to the batch.
  */
-tenure_status tenure_batch_put(const tenure_batch *batch,
+TENURE_DEPRECATED("use tenure_batch_add_write")
+tenure_status tenure_batch_put(tenure_batch *batch,
                                const char *container,
                                const uint8_t *key,
                                size_t key_length,
@@ -389,7 +669,8 @@ tenure_status tenure_batch_put(const tenure_batch *batch,
 /*
  Adds a create to the batch.
  */
-tenure_status tenure_batch_create(const tenure_batch *batch,
+TENURE_DEPRECATED("use tenure_batch_add_write with kind TENURE_WRITE_CREATE")
+tenure_status tenure_batch_create(tenure_batch *batch,
                                   const char *container,
                                   const uint8_t *key,
                                   size_t key_length,
@@ -400,7 +681,8 @@ tenure_status tenure_batch_create(const tenure_batch *batch,
 /*
  Adds a replace to the batch.
  */
-tenure_status tenure_batch_replace(const tenure_batch *batch,
+TENURE_DEPRECATED("use tenure_batch_add_write with kind TENURE_WRITE_REPLACE")
+tenure_status tenure_batch_replace(tenure_batch *batch,
                                    const char *container,
                                    const uint8_t *key,
                                    size_t key_length,
@@ -412,7 +694,8 @@ tenure_status tenure_batch_replace(const tenure_batch *batch,
  Adds a put, create or replace (`kind`: TENURE_WRITE_*) that also sets the item's content
  type and user metadata (`properties`, required), as tenure_write does outside a batch.
  */
-tenure_status tenure_batch_write(const tenure_batch *batch,
+TENURE_DEPRECATED("use tenure_batch_add_write")
+tenure_status tenure_batch_write(tenure_batch *batch,
                                  uint32_t kind,
                                  const char *container,
                                  const uint8_t *key,
@@ -423,9 +706,23 @@ tenure_status tenure_batch_write(const tenure_batch *batch,
                                  const tenure_conditions *conditions);
 
 /*
+ Adds a write of the item's value to the batch: `options` (NULL = a plain put) as for
+ tenure_store_write — its kind (put, create, replace), conditions, lease id, lock handle,
+ TTL, content type and metadata. The boundary checks pointers, counts and UTF-8 when the
+ write is added; the engine checks the rest at commit.
+ */
+tenure_status tenure_batch_add_write(tenure_batch *batch,
+                                     const char *container,
+                                     const uint8_t *key,
+                                     size_t key_length,
+                                     const uint8_t *value,
+                                     size_t value_length,
+                                     const tenure_write_options *options);
+
+/*
  Adds a delete to the batch.
  */
-tenure_status tenure_batch_delete(const tenure_batch *batch,
+tenure_status tenure_batch_delete(tenure_batch *batch,
                                   const char *container,
                                   const uint8_t *key,
                                   size_t key_length,
@@ -434,7 +731,7 @@ tenure_status tenure_batch_delete(const tenure_batch *batch,
 /*
  Adds a check (conditions only; with none: the item exists) to the batch.
  */
-tenure_status tenure_batch_check(const tenure_batch *batch,
+tenure_status tenure_batch_check(tenure_batch *batch,
                                  const char *container,
                                  const uint8_t *key,
                                  size_t key_length,
@@ -445,7 +742,7 @@ tenure_status tenure_batch_check(const tenure_batch *batch,
  item's new ETag). On failure `tenure_last_error_batch_index` names the failing operation.
  A committed (or failed) batch cannot be reused; free it.
  */
-tenure_status tenure_batch_commit(const tenure_batch *batch, uint64_t *version_out);
+tenure_status tenure_batch_commit(tenure_batch *batch, uint64_t *version_out);
 
 /*
  Frees a batch (uncommitted operations are dropped). NULL is fine.
@@ -458,39 +755,61 @@ tenure_status tenure_batch_free(tenure_batch *batch);
 const char *tenure_version(void);
 
 /*
- The docs/spec.md §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise.
- Static; never free it.
+ The docs/spec.md §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" for a number
+ that is no status. Static; never free it. Changes nothing, not even the error state.
  */
-const char *tenure_status_name(tenure_status status);
+const char *tenure_status_name(uint32_t status);
 
 /*
- The HTTP-style number of a status (200 for TENURE_OK, 0 for an unknown status).
+ The HTTP-style number of a status (200 for TENURE_OK, 0 for a number that is no status).
+ Changes nothing, not even the error state.
  */
-uint32_t tenure_status_http(tenure_status status);
+uint32_t tenure_status_http(uint32_t status);
 
 /*
- Copies this thread's last failure message (UTF-8, no NUL added) into `buffer`; `*length_out`
- gets its length (also on TENURE_ERR_BUFFER_TOO_SMALL). Empty if nothing failed yet.
+ The status of the calling thread's last call: TENURE_OK after a success (or before any
+ call), else the failure's status. The error state is per thread; every call of the ABI sets
+ it (a failure) or clears it (a success), except the ones that only read it
+ (tenure_last_error_*) and the pure ones (tenure_version, tenure_status_name,
+ tenure_status_http, tenure_etag_from_version).
+ */
+tenure_status tenure_last_error_status(void);
+
+/*
+ Copies the calling thread's last failure message (UTF-8, no NUL added) into `buffer`
+ (`capacity` bytes; NULL only with 0); `*length_out` gets its length — also on
+ TENURE_ERR_BUFFER_TOO_SMALL, so a size query `(NULL, 0, &length)` followed by a read with
+ `length` bytes returns the whole message. Empty after a success. Reading never changes the
+ error state, whatever it returns.
  */
 tenure_status tenure_last_error_message(uint8_t *buffer, size_t capacity, size_t *length_out);
 
 /*
- The current ETag reported with this thread's last failure (a precondition failure on an
- existing item). `*has_etag_out` false when there was none. `etag_out` holds
- TENURE_ETAG_SIZE bytes.
+ The item's current ETag reported with the calling thread's last failure (a precondition
+ failure on an existing item): `*has_etag_out` false when there is none. Reading never
+ changes the error state.
  */
-tenure_status tenure_last_error_etag(char *etag_out, bool *has_etag_out);
+tenure_status tenure_last_error_current_etag(tenure_etag *etag_out, bool *has_etag_out);
 
 /*
- The index of the failing operation of this thread's last failed batch commit.
- `*has_index_out` false when the last failure was not a batch operation's.
+ The current ETag of the thread's last failure, into `etag_out` (TENURE_ETAG_SIZE bytes): as
+ tenure_last_error_current_etag, whose output's type carries its capacity.
+ */
+TENURE_DEPRECATED("use tenure_last_error_current_etag")
+tenure_status tenure_last_error_etag(char *etag_out,
+                                     bool *has_etag_out);
+
+/*
+ The index of the failing operation of the calling thread's last failed batch commit:
+ `*has_index_out` false when the last call was not a failed commit. Reading never changes
+ the error state.
  */
 tenure_status tenure_last_error_batch_index(uint64_t *index_out, bool *has_index_out);
 
 /*
  Creates a container. `has_default_ttl`/`default_ttl_seconds` (1..=u32::MAX) set its TTL.
  */
-tenure_status tenure_container_create(const tenure_store *store,
+tenure_status tenure_container_create(tenure_store *store,
                                       const char *name,
                                       bool has_default_ttl,
                                       int64_t default_ttl_seconds);
@@ -500,7 +819,7 @@ tenure_status tenure_container_create(const tenure_store *store,
  if_match, if_none_match, dates and lease_id apply; if_version, lock_handle and ttl are refused.
  A leased container needs its lease id (docs/spec.md §5): without it TENURE_ERR_LEASE_ID_MISSING.
  */
-tenure_status tenure_container_delete(const tenure_store *store,
+tenure_status tenure_container_delete(tenure_store *store,
                                       const char *name,
                                       const tenure_conditions *conditions);
 
@@ -523,7 +842,8 @@ tenure_status tenure_container_get_properties(const tenure_store *store,
  container's lease (docs/spec.md §5). `etag_out` (NULL = not wanted, else TENURE_ETAG_SIZE bytes)
  receives the container's new ETag.
  */
-tenure_status tenure_container_set_metadata(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_set_container_metadata")
+tenure_status tenure_container_set_metadata(tenure_store *store,
                                             const char *name,
                                             const tenure_metadata_entry *metadata,
                                             size_t metadata_count,
@@ -566,7 +886,7 @@ tenure_status tenure_store_wait_for_changes(const tenure_store *store,
  later); else `change_out` describes it and tenure_cursor_key / _value / _container copy its
  parts out.
  */
-tenure_status tenure_cursor_next(const tenure_cursor *cursor,
+tenure_status tenure_cursor_next(tenure_cursor *cursor,
                                  tenure_change *change_out,
                                  bool *has_change_out);
 
@@ -604,7 +924,8 @@ tenure_status tenure_cursor_free(tenure_cursor *cursor);
  wanted) receives the new ETag; it must hold TENURE_ETAG_SIZE bytes. On a precondition
  failure, `tenure_last_error_etag` gives the item's current ETag.
  */
-tenure_status tenure_put(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_write")
+tenure_status tenure_put(tenure_store *store,
                          const char *container,
                          const uint8_t *key,
                          size_t key_length,
@@ -616,7 +937,8 @@ tenure_status tenure_put(const tenure_store *store,
 /*
  As tenure_put, only if the item does not exist (TENURE_ERR_ALREADY_EXISTS otherwise).
  */
-tenure_status tenure_create(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_write with kind TENURE_WRITE_CREATE")
+tenure_status tenure_create(tenure_store *store,
                             const char *container,
                             const uint8_t *key,
                             size_t key_length,
@@ -628,7 +950,8 @@ tenure_status tenure_create(const tenure_store *store,
 /*
  As tenure_put, only if the item exists (TENURE_ERR_NOT_FOUND otherwise).
  */
-tenure_status tenure_replace(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_write with kind TENURE_WRITE_REPLACE")
+tenure_status tenure_replace(tenure_store *store,
                              const char *container,
                              const uint8_t *key,
                              size_t key_length,
@@ -644,7 +967,8 @@ tenure_status tenure_replace(const tenure_store *store,
  previous content type and metadata are replaced, not merged. Conditions, `etag_out` and the
  last error as for tenure_put.
  */
-tenure_status tenure_write(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_write")
+tenure_status tenure_write(tenure_store *store,
                            uint32_t kind,
                            const char *container,
                            const uint8_t *key,
@@ -658,7 +982,7 @@ tenure_status tenure_write(const tenure_store *store,
 /*
  Deletes the item. `conditions` may be NULL.
  */
-tenure_status tenure_delete(const tenure_store *store,
+tenure_status tenure_delete(tenure_store *store,
                             const char *container,
                             const uint8_t *key,
                             size_t key_length,
@@ -670,7 +994,8 @@ tenure_status tenure_delete(const tenure_store *store,
  handle as for a write (docs/spec.md §3). `etag_out` (NULL = not wanted) receives the new ETag; on a
  precondition failure `tenure_last_error_etag` gives the current one.
  */
-tenure_status tenure_set_properties(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_set_properties")
+tenure_status tenure_set_properties(tenure_store *store,
                                     const char *container,
                                     const uint8_t *key,
                                     size_t key_length,
@@ -685,7 +1010,8 @@ tenure_status tenure_set_properties(const tenure_store *store,
  tenure_set_properties. A stale if_match fails with TENURE_ERR_CONDITION_NOT_MET and
  `tenure_last_error_etag` gives the current ETag.
  */
-tenure_status tenure_set_metadata(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_set_metadata")
+tenure_status tenure_set_metadata(tenure_store *store,
                                   const char *container,
                                   const uint8_t *key,
                                   size_t key_length,
@@ -698,7 +1024,8 @@ tenure_status tenure_set_metadata(const tenure_store *store,
  Acquires the item's lease: `duration_seconds` 15..=60 or -1 (infinite); `proposed_id`
  (NULL = generated) a UUID. Never waits.
  */
-tenure_status tenure_lease_acquire(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_acquire_lease")
+tenure_status tenure_lease_acquire(tenure_store *store,
                                    const char *container,
                                    const uint8_t *key,
                                    size_t key_length,
@@ -709,21 +1036,23 @@ tenure_status tenure_lease_acquire(const tenure_store *store,
 /*
  As tenure_lease_acquire, waiting up to `timeout_ms` (at most 24 h) for the lease to be free.
  */
-tenure_status tenure_lease_acquire_wait(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_acquire_lease with options.timeout_ms")
+tenure_status tenure_lease_acquire_wait(tenure_store *store,
                                         const char *container,
                                         const uint8_t *key,
                                         size_t key_length,
                                         int64_t duration_seconds,
                                         const char *proposed_id,
                                         uint64_t timeout_ms,
-                                        tenure_lease *lease_out_);
+                                        tenure_lease *lease_out);
 
 /*
  As tenure_lease_acquire (`timeout_ms` 0) or tenure_lease_acquire_wait (`timeout_ms` > 0),
  recording `holder` (required: NUL-terminated UTF-8, at most TENURE_LEASE_HOLDER_MAX bytes)
  as the label lease info reports (tenure_lease_get_info_with_holder).
  */
-tenure_status tenure_lease_acquire_with_holder(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_acquire_lease with options.holder")
+tenure_status tenure_lease_acquire_with_holder(tenure_store *store,
                                                const char *container,
                                                const uint8_t *key,
                                                size_t key_length,
@@ -731,12 +1060,13 @@ tenure_status tenure_lease_acquire_with_holder(const tenure_store *store,
                                                const char *proposed_id,
                                                const char *holder,
                                                uint64_t timeout_ms,
-                                               tenure_lease *lease_out_);
+                                               tenure_lease *lease_out);
 
 /*
  Renews the item's lease `lease_id`.
  */
-tenure_status tenure_lease_renew(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_renew_lease")
+tenure_status tenure_lease_renew(tenure_store *store,
                                  const char *container,
                                  const uint8_t *key,
                                  size_t key_length,
@@ -746,7 +1076,8 @@ tenure_status tenure_lease_renew(const tenure_store *store,
 /*
  Changes the item's lease id from `lease_id` to `proposed_id`.
  */
-tenure_status tenure_lease_change(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_change_lease")
+tenure_status tenure_lease_change(tenure_store *store,
                                   const char *container,
                                   const uint8_t *key,
                                   size_t key_length,
@@ -757,7 +1088,8 @@ tenure_status tenure_lease_change(const tenure_store *store,
 /*
  Releases the item's lease `lease_id`.
  */
-tenure_status tenure_lease_release(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_release_lease")
+tenure_status tenure_lease_release(tenure_store *store,
                                    const char *container,
                                    const uint8_t *key,
                                    size_t key_length,
@@ -767,7 +1099,8 @@ tenure_status tenure_lease_release(const tenure_store *store,
  Breaks the item's lease. `break_period_seconds` 0..=60, or -1 for the default (docs/spec.md §4).
  `*time_left_ms_out` gets the time until a new lease can be acquired.
  */
-tenure_status tenure_lease_break(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_break_lease")
+tenure_status tenure_lease_break(tenure_store *store,
                                  const char *container,
                                  const uint8_t *key,
                                  size_t key_length,
@@ -777,6 +1110,7 @@ tenure_status tenure_lease_break(const tenure_store *store,
 /*
  The item's lease as of now.
  */
+TENURE_DEPRECATED("use tenure_store_lease_info")
 tenure_status tenure_lease_get_info(const tenure_store *store,
                                     const char *container,
                                     const uint8_t *key,
@@ -793,6 +1127,7 @@ tenure_status tenure_lease_get_info(const tenure_store *store,
  `holder_capacity` is TENURE_ERR_BUFFER_TOO_SMALL with only `*holder_length_out` written;
  TENURE_LEASE_HOLDER_MAX bytes always suffice.
  */
+TENURE_DEPRECATED("use tenure_store_lease_info")
 tenure_status tenure_lease_get_info_with_holder(const tenure_store *store,
                                                 const char *container,
                                                 const uint8_t *key,
@@ -807,7 +1142,8 @@ tenure_status tenure_lease_get_info_with_holder(const tenure_store *store,
  Acquires the container's lease (as tenure_lease_acquire). While it is held, deleting the
  container needs its id (`tenure_conditions.lease_id`): without it TENURE_ERR_LEASE_ID_MISSING.
  */
-tenure_status tenure_container_lease_acquire(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_acquire_container_lease")
+tenure_status tenure_container_lease_acquire(tenure_store *store,
                                              const char *name,
                                              int64_t duration_seconds,
                                              const char *proposed_id,
@@ -817,7 +1153,8 @@ tenure_status tenure_container_lease_acquire(const tenure_store *store,
  As tenure_container_lease_acquire, recording `holder` (as for
  tenure_lease_acquire_with_holder).
  */
-tenure_status tenure_container_lease_acquire_with_holder(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_acquire_container_lease with options.holder")
+tenure_status tenure_container_lease_acquire_with_holder(tenure_store *store,
                                                          const char *name,
                                                          int64_t duration_seconds,
                                                          const char *proposed_id,
@@ -827,7 +1164,8 @@ tenure_status tenure_container_lease_acquire_with_holder(const tenure_store *sto
 /*
  Renews the container's lease `lease_id`.
  */
-tenure_status tenure_container_lease_renew(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_renew_container_lease")
+tenure_status tenure_container_lease_renew(tenure_store *store,
                                            const char *name,
                                            const char *lease_id,
                                            tenure_lease *lease_out);
@@ -835,7 +1173,8 @@ tenure_status tenure_container_lease_renew(const tenure_store *store,
 /*
  Changes the container's lease id from `lease_id` to `proposed_id`.
  */
-tenure_status tenure_container_lease_change(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_change_container_lease")
+tenure_status tenure_container_lease_change(tenure_store *store,
                                             const char *name,
                                             const char *lease_id,
                                             const char *proposed_id,
@@ -844,14 +1183,16 @@ tenure_status tenure_container_lease_change(const tenure_store *store,
 /*
  Releases the container's lease `lease_id`.
  */
-tenure_status tenure_container_lease_release(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_release_container_lease")
+tenure_status tenure_container_lease_release(tenure_store *store,
                                              const char *name,
                                              const char *lease_id);
 
 /*
  Breaks the container's lease (as tenure_lease_break).
  */
-tenure_status tenure_container_lease_break(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_break_container_lease")
+tenure_status tenure_container_lease_break(tenure_store *store,
                                            const char *name,
                                            int64_t break_period_seconds,
                                            uint64_t *time_left_ms_out);
@@ -859,6 +1200,7 @@ tenure_status tenure_container_lease_break(const tenure_store *store,
 /*
  The container's lease as of now.
  */
+TENURE_DEPRECATED("use tenure_store_container_lease_info")
 tenure_status tenure_container_lease_get_info(const tenure_store *store,
                                               const char *name,
                                               tenure_lease_info *info_out);
@@ -866,6 +1208,7 @@ tenure_status tenure_container_lease_get_info(const tenure_store *store,
 /*
  The container's lease and its holder label (as tenure_lease_get_info_with_holder).
  */
+TENURE_DEPRECATED("use tenure_store_container_lease_info")
 tenure_status tenure_container_lease_get_info_with_holder(const tenure_store *store,
                                                           const char *name,
                                                           tenure_lease_info *info_out,
@@ -879,6 +1222,7 @@ tenure_status tenure_container_lease_get_info_with_holder(const tenure_store *st
  `page_size` 1..=10000; `continuation` NULL for the first page, else the text from
  tenure_page_continuation.
  */
+TENURE_DEPRECATED("use tenure_store_list_items")
 tenure_status tenure_list(const tenure_store *store,
                           const char *container,
                           const uint8_t *prefix,
@@ -893,6 +1237,7 @@ tenure_status tenure_list(const tenure_store *store,
  (docs/spec.md §7, §9), whatever is written meanwhile. A continuation from a snapshot's page goes
  back to the same snapshot.
  */
+TENURE_DEPRECATED("use tenure_snapshot_list_items")
 tenure_status tenure_snapshot_list(const tenure_snapshot *snapshot,
                                    const char *container,
                                    const uint8_t *prefix,
@@ -952,7 +1297,8 @@ tenure_status tenure_page_free(tenure_page *page);
  (TENURE_LOCK_HANDLE_SIZE bytes). `item_out` (NULL = not wanted) receives an item handle of
  the locked item, or NULL when `force` locked an absent key. Never waits.
  */
-tenure_status tenure_get_and_lock(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_get_and_lock")
+tenure_status tenure_get_and_lock(tenure_store *store,
                                   const char *container,
                                   const uint8_t *key,
                                   size_t key_length,
@@ -964,11 +1310,12 @@ tenure_status tenure_get_and_lock(const tenure_store *store,
 /*
  Replaces the locked item's value and unlocks it.
  */
-tenure_status tenure_put_and_unlock(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_put_and_unlock")
+tenure_status tenure_put_and_unlock(tenure_store *store,
                                     const char *container,
                                     const uint8_t *key,
                                     size_t key_length,
-                                    const uint8_t *value_pointer,
+                                    const uint8_t *value,
                                     size_t value_length,
                                     const char *lock_handle,
                                     bool has_ttl,
@@ -978,7 +1325,8 @@ tenure_status tenure_put_and_unlock(const tenure_store *store,
 /*
  Releases the lock; with `has_ttl`, the item's expiry restarts from now.
  */
-tenure_status tenure_unlock(const tenure_store *store,
+TENURE_DEPRECATED("use tenure_store_unlock")
+tenure_status tenure_unlock(tenure_store *store,
                             const char *container,
                             const uint8_t *key,
                             size_t key_length,
@@ -987,11 +1335,52 @@ tenure_status tenure_unlock(const tenure_store *store,
                             int64_t ttl_seconds);
 
 /*
+ Locks the item for `options->lock_timeout_ms` (> 0; required) and returns its handle in
+ `*handle_out`. With `options->force` an absent key is locked too (docs/spec.md §6).
+ `item_out` (NULL = not wanted) receives an item handle of the locked item (free it with
+ tenure_item_free), or NULL when a forced lock found no item. Never waits: a locked or leased
+ item is TENURE_ERR_OBJECT_LOCKED.
+ */
+tenure_status tenure_store_get_and_lock(tenure_store *store,
+                                        const char *container,
+                                        const uint8_t *key,
+                                        size_t key_length,
+                                        const tenure_lock_options *options,
+                                        tenure_lock_handle *handle_out,
+                                        tenure_item **item_out);
+
+/*
+ Replaces the locked item's value and unlocks it: `options->lock_handle` (required) is the
+ handle tenure_store_get_and_lock gave; with `options->has_ttl` the item's TTL restarts from
+ now. A force-locked absent key is created. `etag_out` (NULL = not wanted) receives the new
+ ETag.
+ */
+tenure_status tenure_store_put_and_unlock(tenure_store *store,
+                                          const char *container,
+                                          const uint8_t *key,
+                                          size_t key_length,
+                                          const uint8_t *value,
+                                          size_t value_length,
+                                          const tenure_lock_options *options,
+                                          tenure_etag *etag_out);
+
+/*
+ Releases the lock `options->lock_handle` (required); with `options->has_ttl` the item's TTL
+ restarts from now.
+ */
+tenure_status tenure_store_unlock(tenure_store *store,
+                                  const char *container,
+                                  const uint8_t *key,
+                                  size_t key_length,
+                                  const tenure_lock_options *options);
+
+/*
  Reads an item into the caller's buffer. `*value_length_out` receives the value's length;
  when it exceeds `value_capacity` the call fails with TENURE_ERR_BUFFER_TOO_SMALL (the
  length is still written, nothing else). `info_out` (NULL = not wanted) receives version,
  ETag and dates. `value_buffer` may be NULL when `value_capacity` is 0 (a size query).
  */
+TENURE_DEPRECATED("use tenure_store_get_value")
 tenure_status tenure_get(const tenure_store *store,
                          const char *container,
                          const uint8_t *key,
@@ -1018,6 +1407,7 @@ tenure_status tenure_get_properties(const tenure_store *store,
  written. `*newer_out` true: as tenure_get (value copied out, `info_out` filled). On
  TENURE_ERR_BUFFER_TOO_SMALL only `*value_length_out` is written.
  */
+TENURE_DEPRECATED("use tenure_store_get_if_newer")
 tenure_status tenure_get_if_newer(const tenure_store *store,
                                   const char *container,
                                   const uint8_t *key,
@@ -1094,6 +1484,7 @@ tenure_status tenure_snapshot_version(const tenure_snapshot *snapshot, uint64_t 
 /*
  tenure_get as of the snapshot.
  */
+TENURE_DEPRECATED("use tenure_snapshot_get_value")
 tenure_status tenure_snapshot_get(const tenure_snapshot *snapshot,
                                   const char *container,
                                   const uint8_t *key,
@@ -1121,7 +1512,7 @@ tenure_status tenure_store_open(const char *path,
  every later use of it fails with InvalidArgument. Snapshots, batches and cursors still open
  keep the engine alive until they are freed; close then only flushes.
  */
-tenure_status tenure_store_close(const tenure_store *store);
+tenure_status tenure_store_close(tenure_store *store);
 
 /*
  Frees the handle (closing the store first if needed). NULL is fine; a second free fails.
@@ -1131,7 +1522,7 @@ tenure_status tenure_store_free(tenure_store *store);
 /*
  Makes every acknowledged write durable.
  */
-tenure_status tenure_store_flush(const tenure_store *store);
+tenure_status tenure_store_flush(tenure_store *store);
 
 /*
  The store's current version (the last committed change).
@@ -1142,8 +1533,268 @@ tenure_status tenure_store_version(const tenure_store *store, uint64_t *version_
  Compacts now: rewrites and removes every sealed log segment (docs/spec.md §11). Readers and writers
  keep going meanwhile. `report_out` receives what was done.
  */
-tenure_status tenure_store_compact(const tenure_store *store,
+tenure_status tenure_store_compact(tenure_store *store,
                                    tenure_compaction_report *report_out);
+
+/*
+ Acquires the item's lease: `options->duration_seconds` (required) 15..=60 or
+ TENURE_INFINITE; `options->proposed_id` (NULL = generated) a UUID; `options->holder` (NULL =
+ none) a label lease info reports; `options->timeout_ms` 0 = never wait, else wait up to that
+ long (at most 24 h) for the lease to be free, first come first served. `*lease_out`
+ receives the id and fencing token.
+ */
+tenure_status tenure_store_acquire_lease(tenure_store *store,
+                                         const char *container,
+                                         const uint8_t *key,
+                                         size_t key_length,
+                                         const tenure_lease_options *options,
+                                         tenure_lease *lease_out);
+
+/*
+ Acquires the container's lease, as tenure_store_acquire_lease (no waiting: `timeout_ms` must
+ be 0). While it is held, deleting the container needs its id (`tenure_conditions.lease_id`).
+ */
+tenure_status tenure_store_acquire_container_lease(tenure_store *store,
+                                                   const char *name,
+                                                   const tenure_lease_options *options,
+                                                   tenure_lease *lease_out);
+
+/*
+ Breaks the item's lease: with `options->has_break_period`, after
+ `options->break_period_seconds` (0..=60); without (or NULL options), the default period
+ (docs/spec.md §4). `*time_left_ms_out` gets the time until a new lease can be acquired.
+ */
+tenure_status tenure_store_break_lease(tenure_store *store,
+                                       const char *container,
+                                       const uint8_t *key,
+                                       size_t key_length,
+                                       const tenure_lease_options *options,
+                                       uint64_t *time_left_ms_out);
+
+/*
+ Breaks the container's lease, as tenure_store_break_lease.
+ */
+tenure_status tenure_store_break_container_lease(tenure_store *store,
+                                                 const char *name,
+                                                 const tenure_lease_options *options,
+                                                 uint64_t *time_left_ms_out);
+
+/*
+ The item's lease as of now, its holder label included, in one read.
+ */
+tenure_status tenure_store_lease_info(const tenure_store *store,
+                                      const char *container,
+                                      const uint8_t *key,
+                                      size_t key_length,
+                                      tenure_lease_details *details_out);
+
+/*
+ The container's lease as of now, its holder label included.
+ */
+tenure_status tenure_store_container_lease_info(const tenure_store *store,
+                                                const char *name,
+                                                tenure_lease_details *details_out);
+
+/*
+ Renews the item's lease `lease_id` (its duration starts again); `*lease_out` receives it.
+ */
+tenure_status tenure_store_renew_lease(tenure_store *store,
+                                       const char *container,
+                                       const uint8_t *key,
+                                       size_t key_length,
+                                       const char *lease_id,
+                                       tenure_lease *lease_out);
+
+/*
+ Changes the item's lease id from `lease_id` to `proposed_id`; `*lease_out` receives the
+ lease under its new id.
+ */
+tenure_status tenure_store_change_lease(tenure_store *store,
+                                        const char *container,
+                                        const uint8_t *key,
+                                        size_t key_length,
+                                        const char *lease_id,
+                                        const char *proposed_id,
+                                        tenure_lease *lease_out);
+
+/*
+ Releases the item's lease `lease_id`: the item is free to lease or write at once.
+ */
+tenure_status tenure_store_release_lease(tenure_store *store,
+                                         const char *container,
+                                         const uint8_t *key,
+                                         size_t key_length,
+                                         const char *lease_id);
+
+/*
+ Renews the container's lease `lease_id`.
+ */
+tenure_status tenure_store_renew_container_lease(tenure_store *store,
+                                                 const char *name,
+                                                 const char *lease_id,
+                                                 tenure_lease *lease_out);
+
+/*
+ Changes the container's lease id from `lease_id` to `proposed_id`.
+ */
+tenure_status tenure_store_change_container_lease(tenure_store *store,
+                                                  const char *name,
+                                                  const char *lease_id,
+                                                  const char *proposed_id,
+                                                  tenure_lease *lease_out);
+
+/*
+ Releases the container's lease `lease_id`.
+ */
+tenure_status tenure_store_release_container_lease(tenure_store *store,
+                                                   const char *name,
+                                                   const char *lease_id);
+
+/*
+ Reads an item and copies its value into `value_out->buffer` (`value_out->capacity` bytes);
+ `value_out->length` and `value_out->info` receive its length, version, ETag and dates. A
+ value longer than the capacity is TENURE_ERR_BUFFER_TOO_SMALL with only `length` written
+ (a NULL buffer with capacity 0 asks the size). `options` (NULL = none) carries the read's
+ conditions: a failed `if_none_match` is TENURE_ERR_NOT_MODIFIED, a failed `if_match`
+ TENURE_ERR_CONDITION_NOT_MET with the current ETag in the error state.
+ */
+tenure_status tenure_store_get_value(const tenure_store *store,
+                                     const char *container,
+                                     const uint8_t *key,
+                                     size_t key_length,
+                                     const tenure_read_options *options,
+                                     tenure_value_out *value_out);
+
+/*
+ tenure_store_get_value as of the snapshot.
+ */
+tenure_status tenure_snapshot_get_value(const tenure_snapshot *snapshot,
+                                        const char *container,
+                                        const uint8_t *key,
+                                        size_t key_length,
+                                        const tenure_read_options *options,
+                                        tenure_value_out *value_out);
+
+/*
+ The cache's GetIfNewer (docs/spec.md §6): reads the item, as tenure_store_get_value, only
+ when its version differs from `version`. When it does not, the caller's copy is current:
+ TENURE_ERR_NOT_MODIFIED, and nothing is written.
+ */
+tenure_status tenure_store_get_if_newer(const tenure_store *store,
+                                        const char *container,
+                                        const uint8_t *key,
+                                        size_t key_length,
+                                        uint64_t version,
+                                        tenure_value_out *value_out);
+
+/*
+ One page of the items of `container`, in key order: `options` (NULL = the first page of
+ TENURE_LIST_DEFAULT_PAGE_SIZE items, every key, no values) give the prefix, page size,
+ continuation and whether values come too. `*page_out` receives the page (free it with
+ tenure_page_free); tenure_page_continuation gives the next page's continuation.
+ */
+tenure_status tenure_store_list_items(const tenure_store *store,
+                                      const char *container,
+                                      const tenure_list_options *options,
+                                      tenure_page **page_out);
+
+/*
+ tenure_store_list_items as of the snapshot: paging through one snapshot never skips or
+ repeats an item (docs/spec.md §7, §9), whatever is written meanwhile.
+ */
+tenure_status tenure_snapshot_list_items(const tenure_snapshot *snapshot,
+                                         const char *container,
+                                         const tenure_list_options *options,
+                                         tenure_page **page_out);
+
+/*
+ Writes the item's value: a put (create or replace), or with `options->kind` a create
+ (TENURE_ERR_ALREADY_EXISTS when the item exists) or a replace (TENURE_ERR_NOT_FOUND when it
+ does not). The item's content type and metadata become `options->content_type` and
+ `options->metadata` (none when they are absent, as for every write of a value).
+ `options->conditions` carries the conditions, lease id, lock handle (the write then unlocks)
+ and TTL. `etag_out` (NULL = not wanted) receives the new ETag. On a precondition failure
+ tenure_last_error_current_etag gives the item's current ETag. NULL options: a plain put.
+ */
+tenure_status tenure_store_write(tenure_store *store,
+                                 const char *container,
+                                 const uint8_t *key,
+                                 size_t key_length,
+                                 const uint8_t *value,
+                                 size_t value_length,
+                                 const tenure_write_options *options,
+                                 tenure_etag *etag_out);
+
+/*
+ Replaces the item's content type and user metadata with `options->content_type` and
+ `options->metadata` (absent: none), keeping its value (docs/spec.md §3). Conditions, lease
+ id and lock handle from `options->conditions`, as for a write; `etag_out` (NULL = not
+ wanted) receives the new ETag.
+ */
+tenure_status tenure_store_set_properties(tenure_store *store,
+                                          const char *container,
+                                          const uint8_t *key,
+                                          size_t key_length,
+                                          const tenure_write_options *options,
+                                          tenure_etag *etag_out);
+
+/*
+ Replaces the item's user metadata with `options->metadata`, keeping its value and content
+ type (`options->content_type` must be NULL); otherwise as tenure_store_set_properties.
+ */
+tenure_status tenure_store_set_metadata(tenure_store *store,
+                                        const char *container,
+                                        const uint8_t *key,
+                                        size_t key_length,
+                                        const tenure_write_options *options,
+                                        tenure_etag *etag_out);
+
+/*
+ Replaces the container's metadata with `options->metadata` (absent: none).
+ `options->conditions`: the container's if_match, if_none_match and dates, and its lease id,
+ which must match the container's lease when given (docs/spec.md §5); if_version, lock_handle
+ and ttl are refused, as are `kind` and `content_type`. `etag_out` (NULL = not wanted)
+ receives the container's new ETag.
+ */
+tenure_status tenure_store_set_container_metadata(tenure_store *store,
+                                                  const char *name,
+                                                  const tenure_write_options *options,
+                                                  tenure_etag *etag_out);
+
+/*
+ Reads an item as of the snapshot without copying its value: `*view_out` lends the bytes
+ from the store's mapped log until tenure_snapshot_free(snapshot). Compaction removes no
+ segment while a snapshot is open and a written record is never written again, so the bytes
+ stay valid and unchanged for that long, whatever is written, compacted or closed meanwhile
+ (LMDB's rule for a read transaction). `options` (NULL = none) as for
+ tenure_store_get_value.
+ */
+tenure_status tenure_snapshot_get_view(const tenure_snapshot *snapshot,
+                                       const char *container,
+                                       const uint8_t *key,
+                                       size_t key_length,
+                                       const tenure_read_options *options,
+                                       tenure_view *view_out);
+
+/*
+ Reads the newest version of an item and lends it to `read` without copying the value (the
+ Rust `Store::get_with`): `read(context, view)` is called once, on success only, its view
+ valid until it returns. The cheapest read of the ABI: no snapshot to take, nothing
+ allocated. `options` (NULL = none) as for tenure_store_get_value.
+ */
+tenure_status tenure_store_get_with(const tenure_store *store,
+                                    const char *container,
+                                    const uint8_t *key,
+                                    size_t key_length,
+                                    const tenure_read_options *options,
+                                    tenure_view_fn read,
+                                    void *context);
+
+/*
+ The ETag text of an item at `version` (ETags are derived from versions: docs/spec.md §1),
+ for a view's `version`. Changes nothing, not even the error state.
+ */
+tenure_status tenure_etag_from_version(uint64_t version, tenure_etag *etag_out);
 
 #ifdef __cplusplus
 }  // extern "C"

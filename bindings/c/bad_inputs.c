@@ -182,15 +182,15 @@ int main(void) {
     BAD(tenure_container_delete(store, "absent", NULL));
 
     /* ---- wrong handle kinds and forged handles ---- */
-    INVALID(tenure_put((const tenure_store *)snapshot, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put((tenure_store *)snapshot, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
     INVALID(tenure_snapshot_get((const tenure_snapshot *)store, "items", key, 4, NULL, value, sizeof value, &length, NULL));
-    INVALID(tenure_batch_commit((const tenure_batch *)snapshot, &number));
+    INVALID(tenure_batch_commit((tenure_batch *)snapshot, &number));
     INVALID(tenure_page_count((const tenure_page *)batch, &count));
     INVALID(tenure_store_free((tenure_store *)snapshot));
     INVALID(tenure_snapshot_free((tenure_snapshot *)store));
-    INVALID(tenure_put((const tenure_store *)(uintptr_t)0x12345, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
+    INVALID(tenure_put((tenure_store *)(uintptr_t)0x12345, "items", key, 4, (const uint8_t *)"v", 1, NULL, NULL));
     INVALID(tenure_item_free((tenure_item *)(uintptr_t)0xdeadbeef));
-    INVALID(tenure_cursor_next((const tenure_cursor *)(uintptr_t)1, &change, &flag));
+    INVALID(tenure_cursor_next((tenure_cursor *)(uintptr_t)1, &change, &flag));
 
     /* ---- item metadata and properties ---- */
     memset(huge_value, 'v', sizeof huge_value - 1);
@@ -436,9 +436,9 @@ int main(void) {
         INVALID(tenure_container_lease_break(store, NULL, 0, &number));
         INVALID(tenure_container_lease_break(store, bad_utf8, 0, &number));
         INVALID(tenure_store_compact(store, NULL));
-        INVALID(tenure_store_compact((const tenure_store *)snapshot, &report));
-        INVALID(tenure_store_compact((const tenure_store *)(uintptr_t)0x12345, &report));
-        INVALID(tenure_store_wait_for_changes((const tenure_store *)snapshot, 0, 0, &flag));
+        INVALID(tenure_store_compact((tenure_store *)snapshot, &report));
+        INVALID(tenure_store_compact((tenure_store *)(uintptr_t)0x12345, &report));
+        INVALID(tenure_store_wait_for_changes((tenure_store *)snapshot, 0, 0, &flag));
         EXPECT_OK(tenure_get_item(store, "items", key, 4, NULL, &item));
         for (index = 0; index < 4; index++) {
             INVALID(tenure_item_metadata(item, NULL, bad_capacities[index], &length));
@@ -472,8 +472,8 @@ int main(void) {
                        properties_, conditions_)
         /* handles, names, keys, values, kinds, the properties pointer */
         INVALID(W(NULL, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
-        INVALID(W((const tenure_store *)snapshot, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
-        INVALID(W((const tenure_store *)(uintptr_t)0x12345, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W((tenure_store *)snapshot, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(W((tenure_store *)(uintptr_t)0x12345, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
         INVALID(W(store, TENURE_WRITE_PUT, NULL, key, 4, (const uint8_t *)"v", 1, &properties, NULL));
         INVALID(W(store, TENURE_WRITE_PUT, bad_utf8, key, 4, (const uint8_t *)"v", 1, &properties, NULL));
         INVALID(W(store, TENURE_WRITE_PUT, "", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
@@ -552,8 +552,8 @@ int main(void) {
 
         /* the batch form: rejected when added (the batch is later dropped uncommitted) */
         INVALID(BW(NULL, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
-        INVALID(BW((const tenure_batch *)store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
-        INVALID(BW((const tenure_batch *)(uintptr_t)0x12345, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW((tenure_batch *)store, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
+        INVALID(BW((tenure_batch *)(uintptr_t)0x12345, TENURE_WRITE_PUT, "items", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
         INVALID(BW(batch, TENURE_WRITE_PUT, NULL, key, 4, (const uint8_t *)"v", 1, &properties, NULL));
         INVALID(BW(batch, TENURE_WRITE_PUT, bad_utf8, key, 4, (const uint8_t *)"v", 1, &properties, NULL));
         INVALID(BW(batch, TENURE_WRITE_PUT, "", key, 4, (const uint8_t *)"v", 1, &properties, NULL));
@@ -603,8 +603,8 @@ int main(void) {
         memset(long_holder, 'h', sizeof long_holder - 1);
         long_holder[sizeof long_holder - 1] = '\0';
         INVALID(tenure_lease_acquire_with_holder(NULL, "items", key, 4, 15, NULL, "w", 0, &lease));
-        INVALID(tenure_lease_acquire_with_holder((const tenure_store *)batch, "items", key, 4, 15, NULL, "w", 0, &lease));
-        INVALID(tenure_lease_acquire_with_holder((const tenure_store *)(uintptr_t)0x12345, "items", key, 4, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder((tenure_store *)batch, "items", key, 4, 15, NULL, "w", 0, &lease));
+        INVALID(tenure_lease_acquire_with_holder((tenure_store *)(uintptr_t)0x12345, "items", key, 4, 15, NULL, "w", 0, &lease));
         INVALID(tenure_lease_acquire_with_holder(store, NULL, key, 4, 15, NULL, "w", 0, &lease));
         INVALID(tenure_lease_acquire_with_holder(store, bad_utf8, key, 4, 15, NULL, "w", 0, &lease));
         INVALID(tenure_lease_acquire_with_holder(store, "", key, 4, 15, NULL, "w", 0, &lease));
@@ -630,8 +630,8 @@ int main(void) {
         BAD(tenure_lease_acquire_with_holder(store, "items", (const uint8_t *)"absent", 6, 15, NULL, "w", 0, &lease));
 
         INVALID(tenure_container_lease_acquire_with_holder(NULL, "items", 15, NULL, "w", &lease));
-        INVALID(tenure_container_lease_acquire_with_holder((const tenure_store *)snapshot, "items", 15, NULL, "w", &lease));
-        INVALID(tenure_container_lease_acquire_with_holder((const tenure_store *)(uintptr_t)1, "items", 15, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder((tenure_store *)snapshot, "items", 15, NULL, "w", &lease));
+        INVALID(tenure_container_lease_acquire_with_holder((tenure_store *)(uintptr_t)1, "items", 15, NULL, "w", &lease));
         INVALID(tenure_container_lease_acquire_with_holder(store, NULL, 15, NULL, "w", &lease));
         INVALID(tenure_container_lease_acquire_with_holder(store, bad_utf8, 15, NULL, "w", &lease));
         INVALID(tenure_container_lease_acquire_with_holder(store, "", 15, NULL, "w", &lease));
@@ -656,8 +656,8 @@ int main(void) {
         BAD(tenure_container_lease_acquire_with_holder(store, "missing", -1, NULL, "w", &lease));
 
         INVALID(tenure_lease_get_info_with_holder(NULL, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
-        INVALID(tenure_lease_get_info_with_holder((const tenure_store *)batch, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
-        INVALID(tenure_lease_get_info_with_holder((const tenure_store *)(uintptr_t)0x12345, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder((tenure_store *)batch, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_lease_get_info_with_holder((tenure_store *)(uintptr_t)0x12345, "items", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
         INVALID(tenure_lease_get_info_with_holder(store, NULL, key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
         INVALID(tenure_lease_get_info_with_holder(store, bad_utf8, key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
         INVALID(tenure_lease_get_info_with_holder(store, "", key, 4, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
@@ -685,9 +685,9 @@ int main(void) {
         EXPECT_STATUS(TENURE_ERR_NOT_FOUND, tenure_lease_get_info_with_holder(store, "items", (const uint8_t *)"absent", 6, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
 
         INVALID(tenure_container_lease_get_info_with_holder(NULL, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
-        INVALID(tenure_container_lease_get_info_with_holder((const tenure_store *)snapshot, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
-        INVALID(tenure_container_lease_get_info_with_holder((const tenure_store *)(uintptr_t)1, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
-        INVALID(tenure_container_lease_get_info_with_holder((const tenure_store *)(uintptr_t)UINTPTR_MAX, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder((tenure_store *)snapshot, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder((tenure_store *)(uintptr_t)1, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
+        INVALID(tenure_container_lease_get_info_with_holder((tenure_store *)(uintptr_t)UINTPTR_MAX, "items", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
         INVALID(tenure_container_lease_get_info_with_holder(store, NULL, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
         INVALID(tenure_container_lease_get_info_with_holder(store, bad_utf8, &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));
         INVALID(tenure_container_lease_get_info_with_holder(store, "", &lease_info, (uint8_t *)holder, sizeof holder, &length, &flag));

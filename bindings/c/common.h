@@ -48,6 +48,30 @@ static void report_last_error(void) {
 
 #define KEY(text) (const uint8_t *)(text), strlen(text)
 
+/* Whether the thread's last failure message contains `text` (the argument it names). */
+static inline int last_message_has(const char *text) {
+    char message[1024];
+    size_t length = 0;
+    if (tenure_last_error_message((uint8_t *)message, sizeof message - 1, &length) != TENURE_OK) {
+        return 0;
+    }
+    message[length] = '\0';
+    return strstr(message, text) != NULL;
+}
+
+/* Expects InvalidArgument whose message names `argument`. */
+#define EXPECT_INVALID(argument, call)                                                     \
+    do {                                                                                   \
+        EXPECT_STATUS(TENURE_ERR_INVALID_ARGUMENT, call);                                  \
+        checks++;                                                                          \
+        if (!last_message_has("`" argument "`")) {                                         \
+            fprintf(stderr, "%s:%d: %s does not name `%s`\n", __FILE__, __LINE__, #call,   \
+                    argument);                                                             \
+            report_last_error();                                                           \
+            failures++;                                                                    \
+        }                                                                                  \
+    } while (0)
+
 /* A fresh temporary directory for a store (the program removes it at exit). */
 static char *temporary_store_path(char *buffer, size_t capacity, const char *name) {
     const char *base = getenv("TMPDIR");
@@ -67,7 +91,7 @@ static void remove_tree(const char *path) {
     }
 }
 
-static tenure_store *open_store(const char *path) {
+static inline tenure_store *open_store(const char *path) {
     tenure_store_options options;
     tenure_store *store = NULL;
     memset(&options, 0, sizeof options);

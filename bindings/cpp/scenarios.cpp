@@ -69,12 +69,18 @@ int main() {
         store.put("items", "leased", "z", tenure::conditions().lease_id(lease.id));
         store.release_lease("items", "leased", lease.id);
 
-        // Two get_and_lock calls.
+        // Two get_and_lock calls: the second is ObjectLocked; the guard unlocks at scope exit.
         store.put("items", "locked", "cache");
-        std::string handle = store.get_and_lock("items", "locked", 30000);
-        EXPECT(status_of([&] { store.get_and_lock("items", "locked", 30000); }) ==
-               TENURE_ERR_OBJECT_LOCKED);
-        store.unlock("items", "locked", handle);
+        {
+            tenure::lock_guard lock(store, "items", "locked", 30000);
+            EXPECT(lock.item() != nullptr && lock.item()->value() == "cache");
+            EXPECT(status_of([&] { tenure::lock_guard again(store, "items", "locked", 30000); }) ==
+                   TENURE_ERR_OBJECT_LOCKED);
+        }
+        {
+            tenure::lock_guard lock(store, "items", "locked", 30000);
+            lock.unlock();
+        }
 
         // Read-modify-write under 4 threads.
         store.put("items", "counter", "0");
@@ -83,7 +89,7 @@ int main() {
         for (int thread = 0; thread < 4; thread++) {
             threads.emplace_back([&] {
                 for (int done = 0; done < 50;) {
-                    tenure::item current = store.get("items", "counter");
+                    tenure::item_copy current = store.get("items", "counter");
                     std::string next = std::to_string(std::stol(current.value) + 1);
                     tenure_status status = status_of([&] {
                         store.put("items", "counter", next, tenure::conditions().if_match(current.etag));
@@ -162,21 +168,11 @@ int main() {
             store.set_metadata("items", "doc", {{"a", "2"}}, tenure::conditions().if_match(fresh));
         EXPECT(newest != fresh && store.get("items", "doc").value == "body");
 
-        // A write that sets the value, content type and metadata at once (tenure_write), and
-        // the same in a batch (tenure_batch_write); read back through the C item handle.
+        // A write that sets the value, content type and metadata at once (tenure_store_write),
+        // and the same in a batch (tenure_batch_add_write); read back through an item handle.
         auto properties_of = [&](const char *key) {
-            tenure_item *raw = nullptr;
-            tenure::detail::check(tenure_get_item(store.get(), "items",
-                                                  reinterpret_cast<const uint8_t *>(key),
-                                                  std::string(key).size(), nullptr, &raw));
-            std::string type = tenure::detail::copy_out([&](uint8_t *b, size_t c, size_t *l) {
-                return tenure_item_content_type(raw, b, c, l);
-            });
-            std::string pairs = tenure::detail::copy_out([&](uint8_t *b, size_t c, size_t *l) {
-                return tenure_item_metadata(raw, b, c, l);
-            });
-            tenure_item_free(raw);
-            return std::make_pair(type, tenure::detail::parse_metadata(pairs));
+            tenure::item item = store.get_item("items", key);
+            return std::make_pair(item.content_type(), item.metadata());
         };
         std::uint64_t before = store.version();
         std::string typed = store.write(TENURE_WRITE_CREATE, "items", "typed", "{}",
@@ -199,7 +195,7 @@ int main() {
         store.remove("items", "batched");
 
         // Leases with a holder label, reported by lease info.
-        tenure::lease labelled = store.acquire_lease("items", "doc", 15, "worker-1");
+        tenure::lease labelled = store.acquire_lease("items", "doc", 15, {{}, std::string("worker-1"), 0});
         tenure::lease_info item_info = store.lease_info("items", "doc");
         EXPECT(item_info.state == TENURE_LEASE_LEASED && item_info.id == labelled.id);
         EXPECT(item_info.holder == std::optional<std::string>("worker-1"));
@@ -208,16 +204,16 @@ int main() {
         EXPECT(!store.lease_info("items", "doc").holder);
         store.release_lease("items", "doc", labelled.id);
         store.create_container("held");
-        labelled = store.acquire_container_lease("held", 15, {}, std::string("job-9"));
+        labelled = store.acquire_container_lease("held", 15, {{}, std::string("job-9"), 0});
         EXPECT(store.container_lease_info("held").holder == std::optional<std::string>("job-9"));
         store.release_container_lease("held", labelled.id);
         store.delete_container("held");
 
         // get_if_newer: nothing when current, the item when it changed.
-        tenure::item doc = store.get("items", "doc");
+        tenure::item_copy doc = store.get("items", "doc");
         EXPECT(!store.get_if_newer("items", "doc", doc.version));
         store.put("items", "doc", "body, edited");
-        std::optional<tenure::item> newer = store.get_if_newer("items", "doc", doc.version);
+        std::optional<tenure::item_copy> newer = store.get_if_newer("items", "doc", doc.version);
         EXPECT(newer && newer->value == "body, edited");
 
         // Paging through a snapshot; waiting for changes; compaction.

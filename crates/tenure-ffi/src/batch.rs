@@ -61,7 +61,7 @@ fn with_batch(
 /// The usual argument contracts; `properties` as for [`write_properties_in`].
 unsafe fn batch_write(
     kind: Result<WriteKind, Fail>,
-    batch: *const tenure_batch,
+    batch: *mut tenure_batch,
     container: *const c_char,
     key_pointer: *const u8,
     key_length: usize,
@@ -98,9 +98,10 @@ unsafe fn batch_write(
 }
 
 /// Adds a put to the batch.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_batch_add_write")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_batch_put(
-    batch: *const tenure_batch,
+    batch: *mut tenure_batch,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -125,9 +126,10 @@ pub unsafe extern "C" fn tenure_batch_put(
 }
 
 /// Adds a create to the batch.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_batch_add_write with kind TENURE_WRITE_CREATE")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_batch_create(
-    batch: *const tenure_batch,
+    batch: *mut tenure_batch,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -152,9 +154,10 @@ pub unsafe extern "C" fn tenure_batch_create(
 }
 
 /// Adds a replace to the batch.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_batch_add_write with kind TENURE_WRITE_REPLACE")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_batch_replace(
-    batch: *const tenure_batch,
+    batch: *mut tenure_batch,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -180,9 +183,10 @@ pub unsafe extern "C" fn tenure_batch_replace(
 
 /// Adds a put, create or replace (`kind`: TENURE_WRITE_*) that also sets the item's content
 /// type and user metadata (`properties`, required), as tenure_write does outside a batch.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_batch_add_write")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_batch_write(
-    batch: *const tenure_batch,
+    batch: *mut tenure_batch,
     kind: u32,
     container: *const c_char,
     key: *const u8,
@@ -208,10 +212,47 @@ pub unsafe extern "C" fn tenure_batch_write(
     }
 }
 
+/// Adds a write of the item's value to the batch: `options` (NULL = a plain put) as for
+/// tenure_store_write — its kind (put, create, replace), conditions, lease id, lock handle,
+/// TTL, content type and metadata. The boundary checks pointers, counts and UTF-8 when the
+/// write is added; the engine checks the rest at commit.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_batch_add_write(
+    batch: *mut tenure_batch,
+    container: *const c_char,
+    key: *const u8,
+    key_length: usize,
+    value: *const u8,
+    value_length: usize,
+    options: *const crate::options::tenure_write_options,
+) -> tenure_status {
+    guard(|| {
+        // SAFETY: the documented argument contracts.
+        let (container, key, value, (kind, options)) = unsafe {
+            (
+                text("container", container)?,
+                crate::util::key(key, key_length)?,
+                crate::util::value(value, value_length)?,
+                crate::store_writes::write_request(options)?,
+            )
+        };
+        let kind = crate::store_writes::write_kind(kind)?;
+        batch_container(container)?;
+        with_batch(batch, |batch| {
+            match kind {
+                WriteKind::Put => batch.put(container, key, value, options),
+                WriteKind::Create => batch.create(container, key, value, options),
+                WriteKind::Replace => batch.replace(container, key, value, options),
+            };
+            Ok(())
+        })
+    })
+}
+
 /// Adds a delete to the batch.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_batch_delete(
-    batch: *const tenure_batch,
+    batch: *mut tenure_batch,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -237,7 +278,7 @@ pub unsafe extern "C" fn tenure_batch_delete(
 /// Adds a check (conditions only; with none: the item exists) to the batch.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_batch_check(
-    batch: *const tenure_batch,
+    batch: *mut tenure_batch,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -271,7 +312,7 @@ pub unsafe extern "C" fn tenure_batch_check(
 /// A committed (or failed) batch cannot be reused; free it.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_batch_commit(
-    batch: *const tenure_batch,
+    batch: *mut tenure_batch,
     version_out: *mut u64,
 ) -> tenure_status {
     guard(|| {

@@ -5,6 +5,9 @@ use crate::prelude::*;
 pub const TENURE_VERSION_MAJOR: u32 = 0;
 pub const TENURE_VERSION_MINOR: u32 = 1;
 pub const TENURE_VERSION_PATCH: u32 = 0;
+/// The ABI's version: the shared library is `libtenure.so.<TENURE_ABI_VERSION>`. It changes
+/// only when a function or struct of the ABI is removed or changed incompatibly.
+pub const TENURE_ABI_VERSION: u32 = 0;
 
 /// Size of an ETag text buffer (`"0x` + 16 hex digits + `"` + NUL fits).
 pub const TENURE_ETAG_SIZE: usize = 32;
@@ -19,26 +22,22 @@ pub extern "C" fn tenure_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
-// ----- status and last error -----
+// ----- status and the error state -----
 
-/// The docs/spec.md §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" otherwise.
-/// Static; never free it.
+/// The docs/spec.md §12 name of a status ("ConditionNotMet"), "Ok" for 0, "Unknown" for a number
+/// that is no status. Static; never free it. Changes nothing, not even the error state.
 #[no_mangle]
-pub extern "C" fn tenure_status_name(status: tenure_status) -> *const c_char {
-    static NAMES: std::sync::OnceLock<Vec<(tenure_status, std::ffi::CString)>> =
-        std::sync::OnceLock::new();
+pub extern "C" fn tenure_status_name(status: u32) -> *const c_char {
+    static NAMES: std::sync::OnceLock<Vec<(u32, std::ffi::CString)>> = std::sync::OnceLock::new();
     const UNKNOWN: &str = "Unknown\0";
-    // Built once from the engine's table of codes and the boundary's statuses; lives for
-    // the rest of the process.
+    // Built once from the statuses and the engine's table of codes; lives for the rest of the
+    // process.
     let names = NAMES.get_or_init(|| {
-        let statuses = tenure::ErrorCode::ALL
+        crate::status::ALL_STATUSES
             .iter()
-            .map(|code| code.abi_number())
-            .chain([TENURE_OK, TENURE_ERR_PANIC, TENURE_ERR_BUFFER_TOO_SMALL]);
-        statuses
             .filter_map(|status| {
-                let (name, _) = crate::status::describe(status)?;
-                Some((status, std::ffi::CString::new(name).ok()?))
+                let (name, _) = crate::status::describe(*status as u32)?;
+                Some((*status as u32, std::ffi::CString::new(name).ok()?))
             })
             .collect()
     });
@@ -48,39 +47,84 @@ pub extern "C" fn tenure_status_name(status: tenure_status) -> *const c_char {
         .map_or(UNKNOWN.as_ptr().cast(), |(_, name)| name.as_ptr())
 }
 
-/// The HTTP-style number of a status (200 for TENURE_OK, 0 for an unknown status).
+/// The HTTP-style number of a status (200 for TENURE_OK, 0 for a number that is no status).
+/// Changes nothing, not even the error state.
 #[no_mangle]
-pub extern "C" fn tenure_status_http(status: tenure_status) -> u32 {
+pub extern "C" fn tenure_status_http(status: u32) -> u32 {
     crate::status::describe(status).map_or(0, |(_, http)| u32::from(http))
 }
 
-/// Copies this thread's last failure message (UTF-8, no NUL added) into `buffer`; `*length_out`
-/// gets its length (also on TENURE_ERR_BUFFER_TOO_SMALL). Empty if nothing failed yet.
+/// The status of the calling thread's last call: TENURE_OK after a success (or before any
+/// call), else the failure's status. The error state is per thread; every call of the ABI sets
+/// it (a failure) or clears it (a success), except the ones that only read it
+/// (tenure_last_error_*) and the pure ones (tenure_version, tenure_status_name,
+/// tenure_status_http, tenure_etag_from_version).
+#[no_mangle]
+pub extern "C" fn tenure_last_error_status() -> tenure_status {
+    with_last_error(|last| last.status).unwrap_or(TENURE_OK)
+}
+
+/// Copies the calling thread's last failure message (UTF-8, no NUL added) into `buffer`
+/// (`capacity` bytes; NULL only with 0); `*length_out` gets its length — also on
+/// TENURE_ERR_BUFFER_TOO_SMALL, so a size query `(NULL, 0, &length)` followed by a read with
+/// `length` bytes returns the whole message. Empty after a success. Reading never changes the
+/// error state, whatever it returns.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_last_error_message(
     buffer: *mut u8,
     capacity: usize,
     length_out: *mut usize,
 ) -> tenure_status {
-    let message = LAST_ERROR.with(|last| last.borrow().message.clone());
-    guard(|| {
+    guard_quiet(|| {
         crate::util::buffer("buffer", buffer, capacity)?;
         out("length_out", length_out)?;
-        // SAFETY: checked above; the caller vouches for `capacity` bytes.
-        unsafe { copy_out(message.as_bytes(), buffer, capacity, length_out) }
+        with_last_error(|last| {
+            // SAFETY: checked above; the caller vouches for `capacity` bytes.
+            unsafe { copy_out(last.message.as_bytes(), buffer, capacity, length_out) }
+        })
+        .unwrap_or_else(|| {
+            // SAFETY: checked non-NULL.
+            unsafe { *length_out = 0 };
+            Ok(())
+        })
     })
 }
 
-/// The current ETag reported with this thread's last failure (a precondition failure on an
-/// existing item). `*has_etag_out` false when there was none. `etag_out` holds
-/// TENURE_ETAG_SIZE bytes.
+/// The item's current ETag reported with the calling thread's last failure (a precondition
+/// failure on an existing item): `*has_etag_out` false when there is none. Reading never
+/// changes the error state.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_last_error_current_etag(
+    etag_out: *mut crate::options::tenure_etag,
+    has_etag_out: *mut bool,
+) -> tenure_status {
+    let etag = with_last_error(|last| last.current_etag).flatten();
+    guard_quiet(|| {
+        out("etag_out", etag_out)?;
+        out("has_etag_out", has_etag_out)?;
+        // SAFETY: checked non-NULL.
+        unsafe {
+            if let Some(etag) = etag {
+                etag_out.write(crate::options::tenure_etag {
+                    text: etag_text(etag),
+                });
+            }
+            *has_etag_out = etag.is_some();
+        }
+        Ok(())
+    })
+}
+
+/// The current ETag of the thread's last failure, into `etag_out` (TENURE_ETAG_SIZE bytes): as
+/// tenure_last_error_current_etag, whose output's type carries its capacity.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_last_error_current_etag")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_last_error_etag(
     etag_out: *mut c_char,
     has_etag_out: *mut bool,
 ) -> tenure_status {
-    let etag = LAST_ERROR.with(|last| last.borrow().current_etag);
-    guard(|| {
+    let etag = with_last_error(|last| last.current_etag).flatten();
+    guard_quiet(|| {
         out("etag_out", etag_out)?;
         out("has_etag_out", has_etag_out)?;
         // SAFETY: checked non-NULL; the caller passes TENURE_ETAG_SIZE bytes.
@@ -94,15 +138,16 @@ pub unsafe extern "C" fn tenure_last_error_etag(
     })
 }
 
-/// The index of the failing operation of this thread's last failed batch commit.
-/// `*has_index_out` false when the last failure was not a batch operation's.
+/// The index of the failing operation of the calling thread's last failed batch commit:
+/// `*has_index_out` false when the last call was not a failed commit. Reading never changes
+/// the error state.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_last_error_batch_index(
     index_out: *mut u64,
     has_index_out: *mut bool,
 ) -> tenure_status {
-    let index = LAST_ERROR.with(|last| last.borrow().batch_index);
-    guard(|| {
+    let index = with_last_error(|last| last.batch_index).flatten();
+    guard_quiet(|| {
         out("index_out", index_out)?;
         out("has_index_out", has_index_out)?;
         // SAFETY: checked non-NULL.
@@ -126,6 +171,14 @@ mod tests {
                 crate::boundary::TENURE_VERSION_PATCH
             ),
             env!("CARGO_PKG_VERSION")
+        );
+    }
+
+    #[test]
+    fn the_abi_version_is_the_sonames() {
+        assert_eq!(
+            crate::boundary::TENURE_ABI_VERSION.to_string(),
+            env!("TENURE_BUILD_ABI_VERSION")
         );
     }
 }

@@ -5,7 +5,7 @@ use crate::prelude::*;
 /// Creates a container. `has_default_ttl`/`default_ttl_seconds` (1..=u32::MAX) set its TTL.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_create(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     name: *const c_char,
     has_default_ttl: bool,
     default_ttl_seconds: i64,
@@ -40,7 +40,7 @@ pub unsafe extern "C" fn tenure_container_create(
 /// A leased container needs its lease id (docs/spec.md §5): without it TENURE_ERR_LEASE_ID_MISSING.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_delete(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     name: *const c_char,
     conditions: *const tenure_conditions,
 ) -> tenure_status {
@@ -110,7 +110,7 @@ pub unsafe extern "C" fn tenure_container_get_properties(
             default_ttl_seconds: properties.default_ttl_seconds.map_or(0, i64::from),
             metadata_count: properties.metadata.len() as u64,
         };
-        fill(&mut value.etag, &properties.etag.to_text());
+        value.etag = etag_text(properties.etag);
         // SAFETY: checked non-NULL.
         unsafe { *properties_out = value };
         Ok(())
@@ -121,9 +121,10 @@ pub unsafe extern "C" fn tenure_container_get_properties(
 /// `conditions` as for tenure_container_delete: a lease id, if given, must match the
 /// container's lease (docs/spec.md §5). `etag_out` (NULL = not wanted, else TENURE_ETAG_SIZE bytes)
 /// receives the container's new ETag.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_set_container_metadata")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_set_metadata(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     name: *const c_char,
     metadata: *const tenure_metadata_entry,
     metadata_count: usize,

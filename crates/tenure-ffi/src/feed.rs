@@ -100,7 +100,7 @@ fn with_cursor<T>(
 /// parts out.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_cursor_next(
-    cursor: *const tenure_cursor,
+    cursor: *mut tenure_cursor,
     change_out: *mut tenure_change,
     has_change_out: *mut bool,
 ) -> tenure_status {
@@ -138,7 +138,7 @@ pub unsafe extern "C" fn tenure_cursor_next(
                     value_length: change.value.as_ref().map_or(0, |value| value.len() as u64),
                 };
                 if let Some(etag) = change.etag {
-                    fill(&mut value.etag, &etag.to_text());
+                    value.etag = etag_text(etag);
                 }
                 // SAFETY: checked non-NULL.
                 unsafe { *change_out = value };

@@ -75,9 +75,10 @@ unsafe fn write_item(
 /// Writes the item (create or replace). `conditions` may be NULL. `etag_out` (NULL = not
 /// wanted) receives the new ETag; it must hold TENURE_ETAG_SIZE bytes. On a precondition
 /// failure, `tenure_last_error_etag` gives the item's current ETag.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_write")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_put(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -104,9 +105,10 @@ pub unsafe extern "C" fn tenure_put(
 }
 
 /// As tenure_put, only if the item does not exist (TENURE_ERR_ALREADY_EXISTS otherwise).
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_write with kind TENURE_WRITE_CREATE")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_create(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -133,9 +135,10 @@ pub unsafe extern "C" fn tenure_create(
 }
 
 /// As tenure_put, only if the item exists (TENURE_ERR_NOT_FOUND otherwise).
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_write with kind TENURE_WRITE_REPLACE")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_replace(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -166,9 +169,10 @@ pub unsafe extern "C" fn tenure_replace(
 /// (`properties`, required: a write without them is tenure_put/create/replace). The item's
 /// previous content type and metadata are replaced, not merged. Conditions, `etag_out` and the
 /// last error as for tenure_put.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_write")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_write(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     kind: u32,
     container: *const c_char,
     key: *const u8,
@@ -199,7 +203,7 @@ pub unsafe extern "C" fn tenure_write(
 /// Deletes the item. `conditions` may be NULL.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_delete(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -274,9 +278,10 @@ unsafe fn write_properties(
 /// (`metadata_count` pairs; NULL only with 0), keeping its value. Conditions, lease id and lock
 /// handle as for a write (docs/spec.md §3). `etag_out` (NULL = not wanted) receives the new ETag; on a
 /// precondition failure `tenure_last_error_etag` gives the current one.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_set_properties")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_set_properties(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -305,9 +310,10 @@ pub unsafe extern "C" fn tenure_set_properties(
 /// Replaces the item's user metadata, keeping its value and content type; otherwise as
 /// tenure_set_properties. A stale if_match fails with TENURE_ERR_CONDITION_NOT_MET and
 /// `tenure_last_error_etag` gives the current ETag.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_set_metadata")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_set_metadata(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,

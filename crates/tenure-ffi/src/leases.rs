@@ -36,7 +36,7 @@ pub struct tenure_lease_info {
 }
 
 /// The lease a call acts on.
-enum Target<'a> {
+pub(crate) enum Target<'a> {
     Item {
         store: Arc<Store>,
         container: &'a str,
@@ -50,7 +50,7 @@ enum Target<'a> {
 
 /// # Safety
 /// The usual argument contracts.
-unsafe fn item<'a>(
+pub(crate) unsafe fn item<'a>(
     store: *const tenure_store,
     container: *const c_char,
     key: *const u8,
@@ -67,7 +67,7 @@ unsafe fn item<'a>(
 
 /// # Safety
 /// `name` is NULL or NUL-terminated.
-unsafe fn container<'a>(
+pub(crate) unsafe fn container<'a>(
     store: *const tenure_store,
     name: *const c_char,
 ) -> Result<Target<'a>, Fail> {
@@ -78,7 +78,7 @@ unsafe fn container<'a>(
 }
 
 impl Target<'_> {
-    fn acquire(&self, request: &LeaseRequest) -> tenure::Result<Lease> {
+    pub(crate) fn acquire(&self, request: &LeaseRequest) -> tenure::Result<Lease> {
         match self {
             Target::Item {
                 store,
@@ -122,7 +122,7 @@ impl Target<'_> {
         }
     }
 
-    fn break_lease(&self, period: Option<u32>) -> tenure::Result<Duration> {
+    pub(crate) fn break_lease(&self, period: Option<u32>) -> tenure::Result<Duration> {
         match self {
             Target::Item {
                 store,
@@ -133,7 +133,7 @@ impl Target<'_> {
         }
     }
 
-    fn info(&self) -> tenure::Result<LeaseInfo> {
+    pub(crate) fn info(&self) -> tenure::Result<LeaseInfo> {
         match self {
             Target::Item {
                 store,
@@ -145,7 +145,7 @@ impl Target<'_> {
     }
 }
 
-fn lease_out(lease: Lease, target: *mut tenure_lease) {
+pub(crate) fn write_lease(lease: Lease, target: *mut tenure_lease) {
     let mut value = tenure_lease {
         id: [0; TENURE_LEASE_ID_SIZE],
         fence: lease.fence,
@@ -159,7 +159,10 @@ fn lease_out(lease: Lease, target: *mut tenure_lease) {
 ///
 /// # Safety
 /// `pointer` is NULL or NUL-terminated.
-unsafe fn lease_id(argument: &'static str, pointer: *const c_char) -> Result<LeaseId, Fail> {
+pub(crate) unsafe fn lease_id(
+    argument: &'static str,
+    pointer: *const c_char,
+) -> Result<LeaseId, Fail> {
     // SAFETY: the caller's contract.
     Ok(LeaseId::parse(argument, unsafe {
         text(argument, pointer)
@@ -204,7 +207,7 @@ pub const TENURE_LEASE_HOLDER_MAX: usize = 256;
 ///
 /// # Safety
 /// `pointer` is NULL or NUL-terminated.
-unsafe fn holder_text<'a>(pointer: *const c_char) -> Result<&'a str, Fail> {
+pub(crate) unsafe fn holder_text<'a>(pointer: *const c_char) -> Result<&'a str, Fail> {
     // SAFETY: the caller's contract.
     let holder = unsafe { text("holder", pointer) }?;
     if holder.len() > TENURE_LEASE_HOLDER_MAX {
@@ -226,36 +229,36 @@ unsafe fn acquire(
     duration_seconds: i64,
     proposed_id: *const c_char,
     holder: Holder,
-    lease_out_: *mut tenure_lease,
+    lease_out: *mut tenure_lease,
 ) -> Result<(), Fail> {
     // SAFETY: the caller's contract.
     let request = unsafe { lease_request(duration_seconds, proposed_id, holder) }?;
-    out("lease_out", lease_out_)?;
-    lease_out(target.acquire(&request)?, lease_out_);
+    out("lease_out", lease_out)?;
+    write_lease(target.acquire(&request)?, lease_out);
     Ok(())
 }
 
 /// # Safety
 /// As documented on tenure_lease_renew.
-unsafe fn renew(
+pub(crate) unsafe fn renew(
     target: Target<'_>,
     id: *const c_char,
-    lease_out_: *mut tenure_lease,
+    lease_out: *mut tenure_lease,
 ) -> Result<(), Fail> {
     // SAFETY: the caller's contract.
     let id = unsafe { lease_id("lease_id", id) }?;
-    out("lease_out", lease_out_)?;
-    lease_out(target.renew(id)?, lease_out_);
+    out("lease_out", lease_out)?;
+    write_lease(target.renew(id)?, lease_out);
     Ok(())
 }
 
 /// # Safety
 /// As documented on tenure_lease_change.
-unsafe fn change(
+pub(crate) unsafe fn change(
     target: Target<'_>,
     id: *const c_char,
     proposed_id: *const c_char,
-    lease_out_: *mut tenure_lease,
+    lease_out: *mut tenure_lease,
 ) -> Result<(), Fail> {
     // SAFETY: the caller's contract.
     let (id, proposed) = unsafe {
@@ -264,14 +267,14 @@ unsafe fn change(
             lease_id("proposed_id", proposed_id)?,
         )
     };
-    out("lease_out", lease_out_)?;
-    lease_out(target.change(id, proposed)?, lease_out_);
+    out("lease_out", lease_out)?;
+    write_lease(target.change(id, proposed)?, lease_out);
     Ok(())
 }
 
 /// # Safety
 /// As documented on tenure_lease_release.
-unsafe fn release(target: Target<'_>, id: *const c_char) -> Result<(), Fail> {
+pub(crate) unsafe fn release(target: Target<'_>, id: *const c_char) -> Result<(), Fail> {
     // SAFETY: the caller's contract.
     let id = unsafe { lease_id("lease_id", id) }?;
     target.release(id)?;
@@ -313,7 +316,7 @@ fn info(target: Target<'_>, info_out: *mut tenure_lease_info) -> Result<(), Fail
     Ok(())
 }
 
-fn info_value(info: &LeaseInfo) -> tenure_lease_info {
+pub(crate) fn info_value(info: &LeaseInfo) -> tenure_lease_info {
     let mut value = tenure_lease_info {
         state: match info.state {
             LeaseState::Available => TENURE_LEASE_AVAILABLE,
@@ -375,9 +378,10 @@ unsafe fn info_with_holder(
 
 /// Acquires the item's lease: `duration_seconds` 15..=60 or -1 (infinite); `proposed_id`
 /// (NULL = generated) a UUID. Never waits.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_acquire_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_acquire(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -398,30 +402,31 @@ pub unsafe extern "C" fn tenure_lease_acquire(
 }
 
 /// As tenure_lease_acquire, waiting up to `timeout_ms` (at most 24 h) for the lease to be free.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_acquire_lease with options.timeout_ms")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_acquire_wait(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
     duration_seconds: i64,
     proposed_id: *const c_char,
     timeout_ms: u64,
-    lease_out_: *mut tenure_lease,
+    lease_out: *mut tenure_lease,
 ) -> tenure_status {
     guard(|| {
         // SAFETY: the documented argument contracts.
         let (store, container, key) = unsafe { item_target(store, container, key, key_length) }?;
         // SAFETY: NULL or NUL-terminated.
         let request = unsafe { lease_request(duration_seconds, proposed_id, Holder::None) }?;
-        out("lease_out", lease_out_)?;
+        out("lease_out", lease_out)?;
         let lease = store.acquire_lease_wait(
             container,
             key,
             &request,
             Duration::from_millis(timeout_ms),
         )?;
-        lease_out(lease, lease_out_);
+        write_lease(lease, lease_out);
         Ok(())
     })
 }
@@ -429,9 +434,10 @@ pub unsafe extern "C" fn tenure_lease_acquire_wait(
 /// As tenure_lease_acquire (`timeout_ms` 0) or tenure_lease_acquire_wait (`timeout_ms` > 0),
 /// recording `holder` (required: NUL-terminated UTF-8, at most TENURE_LEASE_HOLDER_MAX bytes)
 /// as the label lease info reports (tenure_lease_get_info_with_holder).
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_acquire_lease with options.holder")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_acquire_with_holder(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -439,7 +445,7 @@ pub unsafe extern "C" fn tenure_lease_acquire_with_holder(
     proposed_id: *const c_char,
     holder: *const c_char,
     timeout_ms: u64,
-    lease_out_: *mut tenure_lease,
+    lease_out: *mut tenure_lease,
 ) -> tenure_status {
     guard(|| {
         // SAFETY: the documented argument contracts.
@@ -447,21 +453,22 @@ pub unsafe extern "C" fn tenure_lease_acquire_with_holder(
         // SAFETY: NULL or NUL-terminated.
         let request =
             unsafe { lease_request(duration_seconds, proposed_id, Holder::Given(holder)) }?;
-        out("lease_out", lease_out_)?;
+        out("lease_out", lease_out)?;
         let lease = if timeout_ms == 0 {
             store.acquire_lease(container, key, &request)?
         } else {
             store.acquire_lease_wait(container, key, &request, Duration::from_millis(timeout_ms))?
         };
-        lease_out(lease, lease_out_);
+        write_lease(lease, lease_out);
         Ok(())
     })
 }
 
 /// Renews the item's lease `lease_id`.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_renew_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_renew(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -479,9 +486,10 @@ pub unsafe extern "C" fn tenure_lease_renew(
 }
 
 /// Changes the item's lease id from `lease_id` to `proposed_id`.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_change_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_change(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -501,9 +509,10 @@ pub unsafe extern "C" fn tenure_lease_change(
 }
 
 /// Releases the item's lease `lease_id`.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_release_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_release(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -515,9 +524,10 @@ pub unsafe extern "C" fn tenure_lease_release(
 
 /// Breaks the item's lease. `break_period_seconds` 0..=60, or -1 for the default (docs/spec.md §4).
 /// `*time_left_ms_out` gets the time until a new lease can be acquired.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_break_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_break(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     container: *const c_char,
     key: *const u8,
     key_length: usize,
@@ -535,6 +545,7 @@ pub unsafe extern "C" fn tenure_lease_break(
 }
 
 /// The item's lease as of now.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_lease_info")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_get_info(
     store: *const tenure_store,
@@ -555,6 +566,7 @@ pub unsafe extern "C" fn tenure_lease_get_info(
 /// without a label. A label longer than
 /// `holder_capacity` is TENURE_ERR_BUFFER_TOO_SMALL with only `*holder_length_out` written;
 /// TENURE_LEASE_HOLDER_MAX bytes always suffice.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_lease_info")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_lease_get_info_with_holder(
     store: *const tenure_store,
@@ -584,9 +596,10 @@ pub unsafe extern "C" fn tenure_lease_get_info_with_holder(
 
 /// Acquires the container's lease (as tenure_lease_acquire). While it is held, deleting the
 /// container needs its id (`tenure_conditions.lease_id`): without it TENURE_ERR_LEASE_ID_MISSING.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_acquire_container_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_lease_acquire(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     name: *const c_char,
     duration_seconds: i64,
     proposed_id: *const c_char,
@@ -606,9 +619,10 @@ pub unsafe extern "C" fn tenure_container_lease_acquire(
 
 /// As tenure_container_lease_acquire, recording `holder` (as for
 /// tenure_lease_acquire_with_holder).
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_acquire_container_lease with options.holder")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_lease_acquire_with_holder(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     name: *const c_char,
     duration_seconds: i64,
     proposed_id: *const c_char,
@@ -628,9 +642,10 @@ pub unsafe extern "C" fn tenure_container_lease_acquire_with_holder(
 }
 
 /// Renews the container's lease `lease_id`.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_renew_container_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_lease_renew(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     name: *const c_char,
     lease_id: *const c_char,
     lease_out: *mut tenure_lease,
@@ -640,9 +655,10 @@ pub unsafe extern "C" fn tenure_container_lease_renew(
 }
 
 /// Changes the container's lease id from `lease_id` to `proposed_id`.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_change_container_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_lease_change(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     name: *const c_char,
     lease_id: *const c_char,
     proposed_id: *const c_char,
@@ -653,9 +669,10 @@ pub unsafe extern "C" fn tenure_container_lease_change(
 }
 
 /// Releases the container's lease `lease_id`.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_release_container_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_lease_release(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     name: *const c_char,
     lease_id: *const c_char,
 ) -> tenure_status {
@@ -664,9 +681,10 @@ pub unsafe extern "C" fn tenure_container_lease_release(
 }
 
 /// Breaks the container's lease (as tenure_lease_break).
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_break_container_lease")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_lease_break(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     name: *const c_char,
     break_period_seconds: i64,
     time_left_ms_out: *mut u64,
@@ -682,6 +700,7 @@ pub unsafe extern "C" fn tenure_container_lease_break(
 }
 
 /// The container's lease as of now.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_container_lease_info")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_lease_get_info(
     store: *const tenure_store,
@@ -693,6 +712,7 @@ pub unsafe extern "C" fn tenure_container_lease_get_info(
 }
 
 /// The container's lease and its holder label (as tenure_lease_get_info_with_holder).
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_container_lease_info")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_container_lease_get_info_with_holder(
     store: *const tenure_store,

@@ -5,9 +5,10 @@
 //! handle through the registry (`handles.rs`), writes out-parameters only on success, and
 //! records the failure's message for `tenure_last_error_message` on the calling thread.
 //!
-//! One module per area: `boundary` (version, statuses, last error), `store`, `containers`,
-//! `conditions`, `items` (writes), `reads`, `listing`, `snapshot`, `batch`, `leases`, `locks`,
-//! `feed`.
+//! One module per area: `boundary` (version, statuses, the error state), `status`, `options`
+//! (the growable options structs), `store`, `containers`, `conditions`, `items` and
+//! `store_writes` (writes), `reads` and `store_reads` (copy-out reads), `views` (zero-copy
+//! reads), `listing`, `snapshot`, `batch`, `leases` and `store_leases`, `locks`, `feed`.
 
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
@@ -25,12 +26,17 @@ mod leases;
 mod listing;
 mod locks;
 mod metadata;
+mod options;
 mod prelude;
 mod reads;
 mod snapshot;
 mod status;
 mod store;
+mod store_leases;
+mod store_reads;
+mod store_writes;
 mod util;
+mod views;
 
 pub use batch::*;
 pub use boundary::*;
@@ -45,7 +51,12 @@ pub use leases::*;
 pub use listing::*;
 pub use locks::*;
 pub use metadata::*;
+pub use options::*;
 pub use reads::*;
 pub use snapshot::*;
 pub use status::*;
 pub use store::*;
+pub use store_leases::*;
+pub use store_reads::*;
+pub use store_writes::*;
+pub use views::*;

@@ -20,7 +20,7 @@ unsafe fn list_page(
     let (container, prefix, continuation) = unsafe {
         (
             text("container", container)?,
-            crate::util::prefix(prefix, prefix_length)?,
+            crate::util::prefix("prefix", prefix, prefix_length)?,
             optional_text("continuation", continuation)?,
         )
     };
@@ -38,6 +38,7 @@ unsafe fn list_page(
 /// One page of the items of `container` whose keys start with the prefix, in key order.
 /// `page_size` 1..=10000; `continuation` NULL for the first page, else the text from
 /// tenure_page_continuation.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_list_items")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_list(
     store: *const tenure_store,
@@ -71,6 +72,7 @@ pub unsafe extern "C" fn tenure_list(
 /// tenure_list as of the snapshot: paging through one snapshot never skips or repeats an item
 /// (docs/spec.md §7, §9), whatever is written meanwhile. A continuation from a snapshot's page goes
 /// back to the same snapshot.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_snapshot_list_items")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_snapshot_list(
     snapshot: *const tenure_snapshot,

@@ -10,6 +10,30 @@ pub struct tenure_metadata_entry {
     pub value: *const c_char,
 }
 
+/// How errors name a metadata argument: a function's own, or an options struct's fields.
+pub(crate) struct MetadataNames {
+    entries: &'static str,
+    count: &'static str,
+    name: &'static str,
+    value: &'static str,
+}
+
+/// The arguments `metadata`, `metadata_count`.
+pub(crate) const METADATA: MetadataNames = MetadataNames {
+    entries: "metadata",
+    count: "metadata_count",
+    name: "metadata.name",
+    value: "metadata.value",
+};
+
+/// The fields `options.metadata`, `options.metadata_count`.
+pub(crate) const OPTIONS_METADATA: MetadataNames = MetadataNames {
+    entries: "options.metadata",
+    count: "options.metadata_count",
+    name: "options.metadata.name",
+    value: "options.metadata.value",
+};
+
 /// The metadata array of a call: NULL only with a count of 0; the count is checked against the
 /// metadata limit (every name takes at least one byte) before an entry is read.
 ///
@@ -19,16 +43,29 @@ pub(crate) unsafe fn metadata_in(
     entries: *const tenure_metadata_entry,
     count: usize,
 ) -> Result<Vec<(String, String)>, Fail> {
+    // SAFETY: the caller's contract.
+    unsafe { metadata_named(&METADATA, entries, count) }
+}
+
+/// [`metadata_in`], its errors naming `names`.
+///
+/// # Safety
+/// As for [`metadata_in`].
+pub(crate) unsafe fn metadata_named(
+    names: &MetadataNames,
+    entries: *const tenure_metadata_entry,
+    count: usize,
+) -> Result<Vec<(String, String)>, Fail> {
     if count == 0 {
         return Ok(Vec::new());
     }
     if entries.is_null() {
-        return Err(invalid("metadata", "is NULL with a non-zero count"));
+        return Err(invalid(names.entries, "is NULL with a non-zero count"));
     }
     let limit = tenure::Limits::default().max_metadata_bytes;
     if count > limit {
         return Err(invalid(
-            "metadata_count",
+            names.count,
             format!("must be at most {limit} (the metadata limit in bytes), not {count}"),
         ));
     }
@@ -40,8 +77,8 @@ pub(crate) unsafe fn metadata_in(
             // SAFETY: the caller's contract for each string.
             let (name, value) = unsafe {
                 (
-                    text("metadata.name", entry.name)?,
-                    text("metadata.value", entry.value)?,
+                    text(names.name, entry.name)?,
+                    text(names.value, entry.value)?,
                 )
             };
             Ok((name.to_owned(), value.to_owned()))

@@ -17,7 +17,9 @@ pub(crate) use crate::handles::{
     self, tenure_batch, tenure_cursor, tenure_item, tenure_page, tenure_snapshot, tenure_store,
     BatchObject, CursorObject, Object, SnapshotObject,
 };
+pub(crate) use crate::items::TENURE_WRITE_PUT;
 pub(crate) use crate::metadata::*;
+pub(crate) use crate::options::TENURE_LIST_DEFAULT_PAGE_SIZE;
 pub(crate) use crate::reads::*;
 pub(crate) use crate::snapshot::with_snapshot;
 pub(crate) use crate::status::*;

@@ -11,7 +11,7 @@ pub struct tenure_item_info {
     pub last_modified_us: i64,
     pub has_expires_at: bool,
     pub expires_at_us: i64,
-    /// The value's length in bytes.
+    /// The value's length in bytes (0 from tenure_get_properties, which does not read it).
     pub value_length: u64,
 }
 
@@ -27,7 +27,7 @@ pub(crate) fn info_of(item: &Item) -> tenure_item_info {
             .unwrap_or(0),
         value_length: item.value.as_ref().map_or(0, |value| value.len() as u64),
     };
-    fill(&mut info.etag, &item.etag.to_text());
+    info.etag = etag_text(item.etag);
     info
 }
 
@@ -80,7 +80,7 @@ impl ValueOut {
 }
 
 /// The options of a read without conditions (NULL), shared rather than built per call.
-static NO_CONDITIONS: ReadOptions = ReadOptions {
+pub(crate) static NO_CONDITIONS: ReadOptions = ReadOptions {
     conditions: Conditions {
         if_match: Vec::new(),
         if_none_match: Vec::new(),
@@ -154,6 +154,7 @@ pub(crate) unsafe fn get_into(
 /// when it exceeds `value_capacity` the call fails with TENURE_ERR_BUFFER_TOO_SMALL (the
 /// length is still written, nothing else). `info_out` (NULL = not wanted) receives version,
 /// ETag and dates. `value_buffer` may be NULL when `value_capacity` is 0 (a size query).
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_get_value")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_get(
     store: *const tenure_store,
@@ -217,6 +218,7 @@ pub unsafe extern "C" fn tenure_get_properties(
 /// GetIfNewer). `*newer_out` false: the caller's version is current and nothing else is
 /// written. `*newer_out` true: as tenure_get (value copied out, `info_out` filled). On
 /// TENURE_ERR_BUFFER_TOO_SMALL only `*value_length_out` is written.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_store_get_if_newer")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_get_if_newer(
     store: *const tenure_store,

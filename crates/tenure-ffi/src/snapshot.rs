@@ -56,6 +56,7 @@ pub(crate) fn with_snapshot<T>(
 }
 
 /// tenure_get as of the snapshot.
+/// cbindgen:prefix=TENURE_DEPRECATED("use tenure_snapshot_get_value")
 #[no_mangle]
 pub unsafe extern "C" fn tenure_snapshot_get(
     snapshot: *const tenure_snapshot,

@@ -81,7 +81,7 @@ pub unsafe extern "C" fn tenure_store_open(
 /// every later use of it fails with InvalidArgument. Snapshots, batches and cursors still open
 /// keep the engine alive until they are freed; close then only flushes.
 #[no_mangle]
-pub unsafe extern "C" fn tenure_store_close(store: *const tenure_store) -> tenure_status {
+pub unsafe extern "C" fn tenure_store_close(store: *mut tenure_store) -> tenure_status {
     guard(|| {
         let taken = handles::close_store("store", store as usize)?;
         match Arc::try_unwrap(taken) {
@@ -103,7 +103,7 @@ pub unsafe extern "C" fn tenure_store_free(store: *mut tenure_store) -> tenure_s
 
 /// Makes every acknowledged write durable.
 #[no_mangle]
-pub unsafe extern "C" fn tenure_store_flush(store: *const tenure_store) -> tenure_status {
+pub unsafe extern "C" fn tenure_store_flush(store: *mut tenure_store) -> tenure_status {
     guard(|| {
         store_of("store", store)?.flush()?;
         Ok(())
@@ -147,7 +147,7 @@ pub struct tenure_compaction_report {
 /// keep going meanwhile. `report_out` receives what was done.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_store_compact(
-    store: *const tenure_store,
+    store: *mut tenure_store,
     report_out: *mut tenure_compaction_report,
 ) -> tenure_status {
     guard(|| {

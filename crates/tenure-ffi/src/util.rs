@@ -1,7 +1,7 @@
 //! The boundary helpers: failures, the per-thread last error, the panic guard, and checked
 //! conversions of C arguments.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -55,26 +55,76 @@ pub(crate) fn invalid(argument: &str, reason: impl std::fmt::Display) -> Fail {
     )
 }
 
-#[derive(Default)]
+/// The calling thread's error state: the last call's failure, or nothing after a success.
 pub(crate) struct LastError {
+    pub(crate) status: tenure_status,
     pub(crate) message: String,
     pub(crate) current_etag: Option<ETag>,
     pub(crate) batch_index: Option<usize>,
 }
 
 thread_local! {
-    pub(crate) static LAST_ERROR: RefCell<LastError> = RefCell::new(LastError::default());
+    pub(crate) static LAST_ERROR: RefCell<LastError> = const {
+        RefCell::new(LastError {
+            status: TENURE_OK,
+            message: String::new(),
+            current_etag: None,
+            batch_index: None,
+        })
+    };
+    /// Whether LAST_ERROR holds a failure: one load on the success path, which clears the
+    /// state only when there is something to clear.
+    static HAS_ERROR: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `body` behind the panic boundary; records a failure for the last-error API. The
-/// success path is a check of the result; recording a failure is out of line.
+/// Runs `body` behind the panic boundary and sets the thread's error state: a failure records
+/// its status, message, ETag and batch index; a success clears it. The success path is a check
+/// of the result and of one thread-local flag; recording and clearing are out of line.
 #[inline]
 pub(crate) fn guard(body: impl FnOnce() -> Result<(), Fail>) -> tenure_status {
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => TENURE_OK,
+        Ok(Ok(())) => {
+            if HAS_ERROR.try_with(Cell::get).unwrap_or(false) {
+                clear();
+            }
+            TENURE_OK
+        }
         Ok(Err(failure)) => record(failure),
         Err(panic) => record(panicked(panic)),
     }
+}
+
+/// Runs a reader of the error state behind the panic boundary without changing the state: its
+/// own failures (a NULL out-pointer, a short buffer) are returned, never recorded.
+#[inline]
+pub(crate) fn guard_quiet(body: impl FnOnce() -> Result<(), Fail>) -> tenure_status {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => TENURE_OK,
+        Ok(Err(Fail(failure))) => failure.status,
+        Err(_) => TENURE_ERR_PANIC,
+    }
+}
+
+/// Reads the thread's error state (an empty state when the thread is being torn down).
+pub(crate) fn with_last_error<T>(read: impl FnOnce(&LastError) -> T) -> Option<T> {
+    LAST_ERROR
+        .try_with(|last| last.try_borrow().ok().map(|last| read(&last)))
+        .ok()
+        .flatten()
+}
+
+#[cold]
+#[inline(never)]
+fn clear() {
+    let _ = LAST_ERROR.try_with(|last| {
+        if let Ok(mut last) = last.try_borrow_mut() {
+            last.status = TENURE_OK;
+            last.message.clear();
+            last.current_etag = None;
+            last.batch_index = None;
+        }
+    });
+    let _ = HAS_ERROR.try_with(|flag| flag.set(false));
 }
 
 #[cold]
@@ -101,12 +151,14 @@ fn record(Fail(failure): Fail) -> tenure_status {
     let _ = LAST_ERROR.try_with(|last| {
         if let Ok(mut last) = last.try_borrow_mut() {
             *last = LastError {
+                status,
                 message,
                 current_etag,
                 batch_index,
             };
         }
     });
+    let _ = HAS_ERROR.try_with(|flag| flag.set(true));
     status
 }
 
@@ -184,16 +236,20 @@ pub(crate) unsafe fn key<'a>(pointer: *const u8, length: usize) -> Result<&'a [u
 ///
 /// # Safety
 /// As for [`key`].
-pub(crate) unsafe fn prefix<'a>(pointer: *const u8, length: usize) -> Result<&'a [u8], Fail> {
+pub(crate) unsafe fn prefix<'a>(
+    argument: &'static str,
+    pointer: *const u8,
+    length: usize,
+) -> Result<&'a [u8], Fail> {
     if length == 0 {
         return Ok(&[]);
     }
     if pointer.is_null() {
-        return Err(invalid("prefix", "is NULL with a non-zero length"));
+        return Err(invalid(argument, "is NULL with a non-zero length"));
     }
     let limit = Limits::default().max_key_bytes;
     if length > limit {
-        return Err(invalid("prefix", format!("must be at most {limit} bytes")));
+        return Err(invalid(argument, format!("must be at most {limit} bytes")));
     }
     // SAFETY: as for `key`.
     Ok(unsafe { std::slice::from_raw_parts(pointer, length) })
@@ -276,15 +332,34 @@ pub(crate) fn fill(target: &mut [c_char], text: &str) {
     }
 }
 
+/// An ETag's text, NUL-padded, as C sees it: `"0x` + 16 upper-case hex digits + `"`, formatted
+/// in place (no allocation: reads with an ETag out stay cheap).
+pub(crate) fn etag_text(etag: ETag) -> [c_char; crate::boundary::TENURE_ETAG_SIZE] {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut text = [0 as c_char; crate::boundary::TENURE_ETAG_SIZE];
+    text[0] = b'"' as c_char;
+    text[1] = b'0' as c_char;
+    text[2] = b'x' as c_char;
+    let version = etag.version();
+    for (digit, slot) in text[3..19].iter_mut().enumerate() {
+        let nibble = (version >> (60 - 4 * digit)) & 0xF;
+        *slot = DIGITS[nibble as usize] as c_char;
+    }
+    text[19] = b'"' as c_char;
+    text
+}
+
 /// Writes an ETag's text into a caller array.
 ///
 /// # Safety
 /// `target` holds crate::boundary::TENURE_ETAG_SIZE bytes.
 pub(crate) unsafe fn write_etag(etag: ETag, target: *mut c_char) {
     // SAFETY: the caller's contract.
-    let slice =
-        unsafe { std::slice::from_raw_parts_mut(target, crate::boundary::TENURE_ETAG_SIZE) };
-    fill(slice, &etag.to_text());
+    unsafe {
+        target
+            .cast::<[c_char; crate::boundary::TENURE_ETAG_SIZE]>()
+            .write_unaligned(etag_text(etag))
+    };
 }
 
 /// Writes the ETag for a caller that asked for it (`target` NULL = not wanted).
