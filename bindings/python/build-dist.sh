@@ -29,8 +29,23 @@ cd "$here"
 "$maturin" sdist --out "$out"
 
 wheel="$(ls "$out"/tenure-*.whl)"
+sdist="$(ls "$out"/tenure-*.tar.gz)"
 case "$(basename "$wheel")" in
   tenure-*-cp39-abi3-manylinux_*.whl) ;;
   *) echo "build-dist: $wheel is not an abi3 manylinux wheel" >&2; exit 1 ;;
 esac
-echo "build-dist: $(basename "$wheel") and $(basename "$(ls "$out"/tenure-*.tar.gz)") in $out"
+# The sdist must hold what a build from it needs — the module's and the engine's sources —
+# and no build output.
+listing="$(tar -tzf "$sdist")"
+for needed in pyproject.toml Cargo.lock bindings/python/src/lib.rs python/tenure/aio.py \
+  crates/tenure/src/lib.rs; do
+  if ! grep -q "^tenure-[^/]*/$needed\$" <<<"$listing"; then
+    echo "build-dist: $sdist lacks $needed" >&2
+    exit 1
+  fi
+done
+if grep -q "/target/" <<<"$listing"; then
+  echo "build-dist: $sdist holds build output (a target/ directory)" >&2
+  exit 1
+fi
+echo "build-dist: $(basename "$wheel") and $(basename "$sdist") in $out"
