@@ -37,7 +37,7 @@ esac
 # The sdist must hold what a build from it needs — the module's and the engine's sources —
 # and no build output.
 listing="$(tar -tzf "$sdist")"
-for needed in pyproject.toml Cargo.lock bindings/python/src/lib.rs python/tenure/aio.py \
+for needed in pyproject.toml Cargo.lock bindings/python/src/lib.rs python/tenure/aio/__init__.py \
   crates/tenure/src/lib.rs; do
   if ! grep -q "^tenure-[^/]*/$needed\$" <<<"$listing"; then
     echo "build-dist: $sdist lacks $needed" >&2

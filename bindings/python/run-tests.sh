@@ -10,7 +10,7 @@
 #    there (blocking and asyncio);
 # 4. pytest (tests/: also the guide's and the README's Python examples, each run twice in one
 #    directory), `python -m mypy.stubtest tenure` (the stubs and tenure.aio), and
-#    `mypy --strict` on the examples and on tenure/aio.py;
+#    `mypy --strict` on the examples and on the tenure.aio package;
 # 5. the examples.
 # Exits non-zero on the first failure.
 #
@@ -63,7 +63,7 @@ step "stubtest"
 "$venv_python" -m mypy.stubtest tenure
 
 step "mypy --strict on the examples and tenure.aio"
-"$venv_python" -m mypy --strict --no-incremental examples/quickstart.py examples/asyncio_tour.py python/tenure/aio.py
+"$venv_python" -m mypy --strict --no-incremental examples/quickstart.py examples/asyncio_tour.py python/tenure/aio
 
 step "examples"
 "$venv_python" examples/quickstart.py >/dev/null
