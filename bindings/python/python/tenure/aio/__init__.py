@@ -20,11 +20,12 @@ The methods, arguments, results and exceptions are those of `tenure` (docs/spec.
 contract); results are the same plain types (`tenure.Item`, `tenure.Page`, ...). What differs is
 only how a call runs, chosen so the event loop never waits on the disk or on another holder:
 
-- A call that never waits — a point read, a lease or lock action, and with
-  ``durability="buffered"`` every write — runs at once on the event loop's thread: it takes
-  microseconds, and a thread hop would cost ten times the call.
-- A call that waits for the disk or for time — with ``durability="sync"`` every write (it
-  returns once its record is on stable storage; concurrent writers share one flush), a batch
+- A call that never waits — a point read, and with ``durability="buffered"`` every write,
+  lease and lock actions included — runs at once on the event loop's thread: it takes
+  microseconds, and a hop to a thread and back would cost several times the call.
+- A call that waits for the disk or for time — with ``durability="sync"`` every write, lease
+  and lock actions included (it returns once its record is on stable storage; concurrent
+  writers share one flush), a batch
   commit, a listing page, a change-feed page, `count`, `flush`, `compact`, `open`, `close` —
   runs on the store's thread pool (``executor_threads``, 32 by default), the GIL released
   while the engine works.
