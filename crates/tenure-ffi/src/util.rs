@@ -332,21 +332,28 @@ pub(crate) fn fill(target: &mut [c_char], text: &str) {
     }
 }
 
-/// An ETag's text, NUL-padded, as C sees it: `"0x` + 16 upper-case hex digits + `"`, formatted
-/// in place (no allocation: reads with an ETag out stay cheap).
-pub(crate) fn etag_text(etag: ETag) -> [c_char; crate::boundary::TENURE_ETAG_SIZE] {
+/// Every byte as two upper-case hex digits, for [`etag_text`].
+const HEX_PAIRS: [[u8; 2]; 256] = {
     const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    let mut text = [0 as c_char; crate::boundary::TENURE_ETAG_SIZE];
-    text[0] = b'"' as c_char;
-    text[1] = b'0' as c_char;
-    text[2] = b'x' as c_char;
-    let version = etag.version();
-    for (digit, slot) in text[3..19].iter_mut().enumerate() {
-        let nibble = (version >> (60 - 4 * digit)) & 0xF;
-        *slot = DIGITS[nibble as usize] as c_char;
+    let mut pairs = [[0u8; 2]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        pairs[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0xF]];
+        byte += 1;
     }
-    text[19] = b'"' as c_char;
-    text
+    pairs
+};
+
+/// An ETag's text, NUL-padded, as C sees it: `"0x` + 16 upper-case hex digits + `"`, formatted
+/// in place a byte at a time (no allocation: reads with an ETag out stay cheap).
+pub(crate) fn etag_text(etag: ETag) -> [c_char; crate::boundary::TENURE_ETAG_SIZE] {
+    let mut text = [0u8; crate::boundary::TENURE_ETAG_SIZE];
+    text[..3].copy_from_slice(b"\"0x");
+    for (index, byte) in etag.version().to_be_bytes().iter().enumerate() {
+        text[3 + 2 * index..5 + 2 * index].copy_from_slice(&HEX_PAIRS[usize::from(*byte)]);
+    }
+    text[19] = b'"';
+    text.map(|byte| byte as c_char)
 }
 
 /// Writes an ETag's text into a caller array.
@@ -370,5 +377,21 @@ pub(crate) unsafe fn optional_etag_out(etag: ETag, target: *mut c_char) {
     if !target.is_null() {
         // SAFETY: non-NULL; the caller's contract.
         unsafe { write_etag(etag, target) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_text_is_the_engines_text() {
+        for version in [0, 1, 0x4D2, 0x0123_4567_89AB_CDEF, u64::MAX] {
+            let text = etag_text(ETag(version));
+            let bytes: Vec<u8> = text.iter().map(|byte| *byte as u8).collect();
+            let expected = ETag(version).to_text();
+            assert_eq!(&bytes[..expected.len()], expected.as_bytes());
+            assert!(bytes[expected.len()..].iter().all(|byte| *byte == 0));
+        }
     }
 }
