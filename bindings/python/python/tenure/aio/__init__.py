@@ -29,8 +29,8 @@ only how a call runs, chosen so the event loop never waits on the disk or on ano
   commit, a listing page, a change-feed page, `count`, `flush`, `compact`, `open`, `close` —
   runs on the store's thread pool (``executor_threads``, 32 by default), the GIL released
   while the engine works.
-- A waiting lease acquire (``wait=``) and `wait_for_changes` wait on a second pool, so they
-  never hold up other calls. Both can be cancelled (`asyncio.timeout`, `Task.cancel`): a
+- A waiting lease acquire (``wait=``) and `wait_for_changes` wait on threads of their own,
+  so they never hold up other calls (nor, being daemon threads, the interpreter's exit). Both can be cancelled (`asyncio.timeout`, `Task.cancel`): a
   cancelled `wait_for_changes` lets its thread go within 50 ms; a lease granted to an acquire
   that was cancelled meanwhile is released at once, so a cancelled acquire leaves no lease
   behind (and a cancelled `get_and_lock` no lock).
@@ -39,7 +39,7 @@ Cancelling any other awaited write does not undo it: it may still commit, as wit
 client whose request is already on its way.
 """
 
-from ._common import EXECUTOR_THREADS, PAGE, UPDATE_TIMEOUT, WAIT_SLICE, WAIT_THREADS, Pending
+from ._common import EXECUTOR_THREADS, PAGE, UPDATE_TIMEOUT, WAIT_SLICE, Pending
 from ._container import CacheLock, Container, Lease
 from ._store import Store, open
 from ._views import Batch, ChangeStream, ItemStream, Snapshot

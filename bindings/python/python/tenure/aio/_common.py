@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import datetime
 import random
+import threading
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
@@ -41,8 +42,6 @@ _ContainerArg = Union[str, tenure.Container, "Container"]
 
 #: Threads a store runs waiting calls on (writes with durability="sync", pages, ...).
 EXECUTOR_THREADS = 32
-#: Threads for waiting lease acquires and wait_for_changes.
-WAIT_THREADS = 256
 #: A cancelled wait_for_changes gives its thread back within this many seconds.
 WAIT_SLICE = 0.05
 #: Changes and items pulled from the engine per page of an async iteration.
@@ -133,3 +132,34 @@ class Pending(Generic[_T]):
         self._value = None
         if value is not None:
             await value.__aexit__(exc_type, exc_value, traceback)
+
+
+class _WaitThreads:
+    """Where waiting calls run (a waiting lease acquire, `wait_for_changes`): a daemon thread
+    each. A wait the engine cannot interrupt — an acquire cancelled while its lease is still
+    held elsewhere stays queued until it is granted (then released) or its `wait` runs out —
+    then never holds up the interpreter's exit, as a pool's worker would."""
+
+    def __init__(self) -> None:
+        self._closed = False
+
+    def submit(self, call: Callable[[], _T]) -> "concurrent.futures.Future[_T]":
+        if self._closed:
+            raise RuntimeError("the store was closed")
+        future: "concurrent.futures.Future[_T]" = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = call()
+            except BaseException as error:  # handed to the awaiting task
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        threading.Thread(target=run, name="tenure-aio-wait", daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = False) -> None:
+        self._closed = True

@@ -25,7 +25,6 @@ import tenure
 from ._common import (
     EXECUTOR_THREADS,
     WAIT_SLICE,
-    WAIT_THREADS,
     Pending,
     _closed,
     _give_back,
@@ -37,6 +36,7 @@ from ._common import (
     _seconds,
     _Time,
     _T,
+    _WaitThreads,
 )
 from ._container import Container, Lease
 from ._views import Batch, ChangeStream, Snapshot
@@ -92,9 +92,7 @@ class Store:
         self._calls = concurrent.futures.ThreadPoolExecutor(
             executor_threads, thread_name_prefix="tenure-aio"
         )
-        self._waits = concurrent.futures.ThreadPoolExecutor(
-            WAIT_THREADS, thread_name_prefix="tenure-aio-wait"
-        )
+        self._waits = _WaitThreads()
         self._waiting: Set[threading.Event] = set()
         self._lock = threading.Lock()
 
@@ -116,14 +114,14 @@ class Store:
 
     async def _grant(
         self,
-        pool: Optional[concurrent.futures.ThreadPoolExecutor],
+        pool: Union[concurrent.futures.ThreadPoolExecutor, _WaitThreads, None],
         release: Callable[[_T], object],
         call: Callable[..., _T],
         *args: Any,
         **kwargs: Any,
     ) -> _T:
         """A call that grants something (a lease, a lock). Run inline when `pool` is None;
-        else on `pool`, and when the awaiting task is cancelled before the grant arrives,
+        else through `pool`, and when the awaiting task is cancelled before the grant arrives,
         `release` gives back whatever is granted after all."""
         if pool is None:
             return call(*args, **kwargs)
