@@ -12,5 +12,7 @@ export RUSTFLAGS="-Zsanitizer=address"
 export RUSTDOCFLAGS="-Zsanitizer=address"
 export CARGO_TARGET_DIR="${ASAN_TARGET_DIR:-target/asan}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+# The damage test repairs a copy of its store per case: a few cases are enough here.
+export TENURE_DAMAGE_CASES="${TENURE_DAMAGE_CASES:-3}"
 target=$(rustc -vV | sed -n 's/^host: //p')
 cargo test --locked -p tenure -p tenure-testkit -p tenure-ffi --target "$target" --lib --tests

@@ -49,9 +49,20 @@ fn slot() -> ItemSlot {
 
 /// Plain entries as a log would hold them, by where their fields start: the fields
 /// `encode_item_write` writes before a value of `version` bytes, at version `version`, and
-/// the value (leaked: a test's few entries live as long as the test).
+/// the value. Lent as `'static` (as a log's map lends for a guard's life) and freed when the
+/// `Entries` drops, which outlives every use in a test.
 #[derive(Default)]
 struct Entries(HashMap<u64, &'static [u8]>);
+
+impl Drop for Entries {
+    fn drop(&mut self) {
+        for (_, bytes) in self.0.drain() {
+            // SAFETY: each slice came from `Box::leak` in `add`, is freed once here, and no
+            // test keeps one past the `Entries` it read it from.
+            drop(unsafe { Box::from_raw(std::ptr::from_ref(bytes).cast_mut()) });
+        }
+    }
+}
 
 impl Entries {
     /// Adds version `version`'s entry and returns its value offset (where `node` puts it).
