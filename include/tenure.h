@@ -851,9 +851,9 @@ tenure_status tenure_container_set_metadata(tenure_store *store,
                                             char *etag_out);
 
 /*
- The names of the store's containers, in name order, copied into `buffer` each followed by a
+ The names of the store's containers, in name order, copied into `buffer_out` each followed by a
  NUL; `*count_out` gets how many. On TENURE_ERR_BUFFER_TOO_SMALL only `*length_out` is
- written (the size needed); `buffer` may be NULL with `capacity` 0 for that size query.
+ written (the size needed); `buffer_out` may be NULL with `capacity` 0 for that size query.
  */
 tenure_status tenure_list_containers(const tenure_store *store,
                                      uint8_t *buffer_out,
@@ -1653,9 +1653,9 @@ tenure_status tenure_store_release_container_lease(tenure_store *store,
 /*
  Reads an item and copies its value into `value_out->buffer` (`value_out->capacity` bytes);
  `value_out->length` and `value_out->info` receive its length, version, ETag and dates. A
- value longer than the capacity is TENURE_ERR_BUFFER_TOO_SMALL with only `length` written
- (a NULL buffer with capacity 0 asks the size). `options` (NULL = none) carries the read's
- conditions: a failed `if_none_match` is TENURE_ERR_NOT_MODIFIED, a failed `if_match`
+ value longer than the capacity is TENURE_ERR_BUFFER_TOO_SMALL with only `value_out->length`
+ written (a NULL buffer with capacity 0 asks the size). `options` (NULL = none) carries the
+ read's conditions: a failed `if_none_match` is TENURE_ERR_NOT_MODIFIED, a failed `if_match`
  TENURE_ERR_CONDITION_NOT_MET with the current ETag in the error state.
  */
 tenure_status tenure_store_get_value(const tenure_store *store,

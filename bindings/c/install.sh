@@ -10,8 +10,8 @@
 #
 # PREFIX (default /usr/local) and the directories must be absolute. DESTDIR stages the files
 # for a package: DESTDIR=/tmp/pkg installs into /tmp/pkg/<prefix>, while every installed path
-# names <prefix>. --from is the build's directory (default $CARGO_TARGET_DIR/dist, else
-# target/dist). Installed:
+# names <prefix>. --from is the build's directory (default: $CARGO_TARGET_DIR/dist, or
+# target/dist; when that has no build, the release build beside it). Installed:
 #   <libdir>/libtenure.so.<abi>.<minor>.<patch>, libtenure.so.<abi> -> it, libtenure.so -> that
 #   <libdir>/libtenure.a
 #   <includedir>/tenure.h, tenure.hpp
@@ -62,12 +62,17 @@ prefix="${prefix%/}" libdir="${libdir%/}" includedir="${includedir%/}"
 prefix="${prefix:-/}"
 destdir="${DESTDIR:-}"
 
-from="${from:-${CARGO_TARGET_DIR:-$root/target}/dist}"
+if [[ -z "$from" ]]; then
+    # The dist build, else the release build (its debug info is stripped below).
+    target="${CARGO_TARGET_DIR:-$root/target}"
+    from="$target/dist"
+    [[ -f "$from/libtenure_ffi.so" || ! -f "$target/release/libtenure_ffi.so" ]] || from="$target/release"
+fi
 shared="$from/libtenure_ffi.so"
 static="$from/libtenure_ffi.a"
 if [[ ! -f "$shared" || ! -f "$static" ]]; then
     echo "install.sh: no libtenure_ffi.so and libtenure_ffi.a in $from. Build first (as" \
-        "yourself): cargo build --profile dist -p tenure-ffi, or pass --from target/release" >&2
+        "yourself): cargo build --profile dist -p tenure-ffi, or pass --from DIR" >&2
     exit 1
 fi
 header="$root/include/tenure.h"

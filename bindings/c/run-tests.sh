@@ -134,6 +134,16 @@ if (cd "$out" && "$here/install.sh" --from "$lib" relative-prefix > /dev/null 2>
     exit 1
 fi
 test ! -e "$out/relative-prefix"
+# Without --from: the dist build, else the release build; with neither, a message to build.
+mkdir -p "$out/fake-target/release"
+ln -s "$lib/libtenure_ffi.so" "$lib/libtenure_ffi.a" "$out/fake-target/release/"
+CARGO_TARGET_DIR="$out/fake-target" "$here/install.sh" --prefix "$out/from-release" > /dev/null
+test -f "$out/from-release/lib/libtenure.a"
+if CARGO_TARGET_DIR="$out/no-target" "$here/install.sh" --prefix "$out/no-build" 2> "$out/no-build.log"; then
+    echo "install.sh installed without a build" >&2
+    exit 1
+fi
+grep -q "Build first" "$out/no-build.log"
 # The install needs no cargo: it runs with cargo off the PATH.
 env PATH=/usr/bin:/bin "$here/install.sh" --from "$lib" --prefix "$out/no-cargo" --no-strip > /dev/null
 # Stripping at install (the default) leaves no debug sections.

@@ -148,9 +148,9 @@ pub unsafe extern "C" fn tenure_container_set_metadata(
     })
 }
 
-/// The names of the store's containers, in name order, copied into `buffer` each followed by a
+/// The names of the store's containers, in name order, copied into `buffer_out` each followed by a
 /// NUL; `*count_out` gets how many. On TENURE_ERR_BUFFER_TOO_SMALL only `*length_out` is
-/// written (the size needed); `buffer` may be NULL with `capacity` 0 for that size query.
+/// written (the size needed); `buffer_out` may be NULL with `capacity` 0 for that size query.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_list_containers(
     store: *const tenure_store,

@@ -104,9 +104,9 @@ unsafe fn deliver(
 
 /// Reads an item and copies its value into `value_out->buffer` (`value_out->capacity` bytes);
 /// `value_out->length` and `value_out->info` receive its length, version, ETag and dates. A
-/// value longer than the capacity is TENURE_ERR_BUFFER_TOO_SMALL with only `length` written
-/// (a NULL buffer with capacity 0 asks the size). `options` (NULL = none) carries the read's
-/// conditions: a failed `if_none_match` is TENURE_ERR_NOT_MODIFIED, a failed `if_match`
+/// value longer than the capacity is TENURE_ERR_BUFFER_TOO_SMALL with only `value_out->length`
+/// written (a NULL buffer with capacity 0 asks the size). `options` (NULL = none) carries the
+/// read's conditions: a failed `if_none_match` is TENURE_ERR_NOT_MODIFIED, a failed `if_match`
 /// TENURE_ERR_CONDITION_NOT_MET with the current ETag in the error state.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_store_get_value(
