@@ -43,6 +43,9 @@
 
 namespace tenure {
 
+/// The library's version, e.g. "0.1.0" (TENURE_VERSION_* are the header's).
+inline std::string_view version() noexcept { return tenure_version(); }
+
 /// A failed call: the status, its code name and HTTP-style number, the message, the item's
 /// current ETag (a precondition failure on an existing item) and a failed batch's operation.
 class error : public std::runtime_error {

@@ -203,6 +203,7 @@ static void errors_and_the_rest(tenure::store &store) {
     store.put("ttl", "k", "v");
     EXPECT(store.get("ttl", "k").expires_at_us.has_value());
     store.flush();
+    EXPECT(tenure::version() == tenure_version());
 }
 
 int main() {
