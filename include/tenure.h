@@ -601,6 +601,10 @@ typedef struct {
    */
   uint32_t page_size;
   /*
+   Whether the page carries the values (tenure_page_value), not only keys and properties.
+   */
+  bool include_values;
+  /*
    Only keys that start with these bytes; NULL only with a length of 0 (all keys).
    */
   const uint8_t *prefix;
@@ -609,10 +613,6 @@ typedef struct {
    NULL for the first page, else the text tenure_page_continuation gave.
    */
   const char *continuation;
-  /*
-   Whether the page carries the values (tenure_page_value), not only keys and properties.
-   */
-  bool include_values;
 } tenure_list_options;
 
 /*

@@ -6,7 +6,8 @@
 //! below the known struct is refused, and a larger one (a caller built against a newer header)
 //! is accepted when every byte the library does not know is zero — a newer field left at its
 //! zero value means "absent", so it changes nothing; one that is set is refused by name, never
-//! ignored.
+//! ignored. Fields are only ever appended, and every struct ends without padding (a test checks
+//! it), so an appended field always lies past the end an older library knows.
 
 use crate::prelude::*;
 
@@ -73,13 +74,13 @@ pub struct tenure_list_options {
     pub struct_size: u32,
     /// Items per page, 1..=10000; 0 = TENURE_LIST_DEFAULT_PAGE_SIZE.
     pub page_size: u32,
+    /// Whether the page carries the values (tenure_page_value), not only keys and properties.
+    pub include_values: bool,
     /// Only keys that start with these bytes; NULL only with a length of 0 (all keys).
     pub prefix: *const u8,
     pub prefix_length: usize,
     /// NULL for the first page, else the text tenure_page_continuation gave.
     pub continuation: *const c_char,
-    /// Whether the page carries the values (tenure_page_value), not only keys and properties.
-    pub include_values: bool,
 }
 
 /// Items per page of a listing whose options leave `page_size` 0.
@@ -221,5 +222,42 @@ pub(crate) unsafe fn etag_out(etag: tenure::ETag, target: *mut tenure_etag) {
                 text: etag_text(etag),
             })
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// A field appended to a struct that ended in padding could land inside the size an older
+    /// library knows, and be ignored; none of them does.
+    #[test]
+    fn no_options_struct_ends_in_padding() {
+        let ends = [
+            (
+                size_of::<tenure_read_options>(),
+                offset_of!(tenure_read_options, conditions) + size_of::<usize>(),
+            ),
+            (
+                size_of::<tenure_write_options>(),
+                offset_of!(tenure_write_options, metadata_count) + size_of::<usize>(),
+            ),
+            (
+                size_of::<tenure_list_options>(),
+                offset_of!(tenure_list_options, continuation) + size_of::<usize>(),
+            ),
+            (
+                size_of::<tenure_lock_options>(),
+                offset_of!(tenure_lock_options, ttl_seconds) + size_of::<i64>(),
+            ),
+            (
+                size_of::<tenure_lease_options>(),
+                offset_of!(tenure_lease_options, break_period_seconds) + size_of::<i64>(),
+            ),
+        ];
+        for (index, (size, end)) in ends.into_iter().enumerate() {
+            assert_eq!(size, end, "options struct {index}");
+        }
     }
 }
