@@ -110,13 +110,23 @@ done
 
 # ----- the install as packagers and users meet it -----
 echo "== install: linking, rpath, static, DESTDIR, relative prefix, CMake"
-# A pkg-config-built program records libtenure.so.0 and runs without LD_LIBRARY_PATH.
-readelf -d "$out/scenarios-gcc-c11" | grep -q 'NEEDED.*\[libtenure.so.0\]'
-# tenure-static.pc gives a binary with no dependency on the shared library.
-if ldd "$out/scenarios-static" | grep -q libtenure; then
-    echo "the static build depends on libtenure.so" >&2
-    exit 1
-fi
+# A program built with nothing but pkg-config records libtenure.so.0 and runs without
+# LD_LIBRARY_PATH; with tenure-static.pc it has no dependency on the shared library.
+# shellcheck disable=SC2046
+gcc "$here/install-app.c" -o "$out/app-shared" $(pkg-config --cflags --libs tenure)
+# shellcheck disable=SC2046
+gcc "$here/install-app.c" -o "$out/app-static" $(pkg-config --static --cflags --libs tenure-static)
+env -u LD_LIBRARY_PATH "$out/app-shared"
+"$out/app-static"
+for program in app-shared scenarios-gcc-c11; do
+    readelf -d "$out/$program" | grep -q 'NEEDED.*\[libtenure.so.0\]'
+done
+for program in app-static scenarios-static cpp_wrapper-static; do
+    if ldd "$out/$program" | grep -q libtenure; then
+        echo "$program depends on libtenure.so" >&2
+        exit 1
+    fi
+done
 test "$(readlink "$prefix/lib/libtenure.so")" = libtenure.so.0
 test "$(readlink "$prefix/lib/libtenure.so.0")" = "libtenure.so.0.$(pkg-config --modversion tenure | cut -d. -f2-)"
 pkg-config --modversion tenure | grep -qx "$(grep -m1 '^version' "$root/Cargo.toml" | sed 's/.*"\(.*\)"/\1/')"
