@@ -25,12 +25,12 @@ use crate::index::catalog::Incarnation;
 use crate::index::plain;
 use crate::index::point_index::HintCell;
 use crate::index::{
-    index_key, node_of, view, ItemSlot, NewVersion, ValueLocation, VersionNode, VersionRef,
-    COMMITTED, PENDING,
+    index_key, node_of, ItemSlot, NewVersion, ValueLocation, VersionNode, VersionRef, COMMITTED,
+    PENDING,
 };
 use crate::log::record::HEADER_BYTES;
 use crate::log::Durability;
-use crate::log::{LogReader, Reservation};
+use crate::log::Reservation;
 use crate::record::Coordination;
 use crate::record::{self, ItemWrite};
 use crate::rules::conditions::{ItemFacts, WriteKind};
@@ -226,7 +226,6 @@ impl Engine {
         guard: &'g crossbeam_epoch::Guard,
     ) -> Result<Vec<Touched<'g>>> {
         let operations = batch.operations();
-        let mut fields = self.log.reader(guard);
         let mut touched: Vec<Touched<'g>> = Vec::with_capacity(operations.len());
         // Where each key is in `touched`, keyed by borrowed (container id, key): nothing copied.
         let mut positions: HashMap<(u64, &[u8]), usize, foldhash::fast::RandomState> =
@@ -248,7 +247,7 @@ impl Engine {
             let position = match positions.entry((incarnation.id, key)) {
                 Entry::Occupied(occupied) => *occupied.get(),
                 Entry::Vacant(vacant) => {
-                    touched.push(self.touch(incarnation, key, now, &mut fields, guard)?);
+                    touched.push(self.touch(incarnation, key, now, guard)?);
                     *vacant.insert(touched.len() - 1)
                 }
             };
@@ -268,14 +267,12 @@ impl Engine {
         incarnation: Arc<Incarnation>,
         key: &[u8],
         now: Timestamp,
-        fields: &mut LogReader<'_, 'g>,
         guard: &'g crossbeam_epoch::Guard,
     ) -> Result<Touched<'g>> {
         let (slot, hint_cell) = self
             .index
             .get_or_insert_with_hint_cell(&index_key(incarnation.id, key), guard);
-        let head = slot.settled_head(guard);
-        let head_version = view(head, fields)?;
+        let (head, head_version) = self.settled_version(&slot, guard)?;
         let facts = head_version
             .as_deref()
             .filter(|node| node.is_live_at(now))

@@ -14,9 +14,7 @@ use crate::backend::options::{Item, WriteOptions};
 use crate::clock::Timestamp;
 use crate::engine::core::Engine;
 use crate::error::{Error, ErrorCode, Result};
-use crate::index::{
-    coordination_box, index_key, node_of, view, NewVersion, VersionNode, COMMITTED,
-};
+use crate::index::{coordination_box, index_key, node_of, NewVersion, VersionNode, COMMITTED};
 use crate::record::{self, Coordination};
 use crate::rules::lease::{self, LeaseAction, LeaseContext, LeaseId, LeaseInfo, LeaseOutcome};
 use crate::rules::lock::{self, LockHandle};
@@ -120,8 +118,7 @@ impl Engine {
         let guard = crossbeam_epoch::pin();
         for _ in 0..crate::engine::write::MAX_INSTALL_ATTEMPTS {
             let now = self.now();
-            let head = slot.settled_head(&guard);
-            let head_version = view(head, &mut self.log.reader(&guard))?;
+            let (head, head_version) = self.settled_version(&slot, &guard)?;
             let head_node = head_version.as_deref();
             let current = head_node.filter(|node| node.is_live_at(now));
             let state = head_node
@@ -288,8 +285,8 @@ impl Engine {
         let guard = crossbeam_epoch::pin();
         self.index
             .with_slot(&index_key(incarnation.id, key), |slot| {
-                let head_version = match slot.map(|slot| slot.settled_head(&guard)) {
-                    Some(head) => view(head, &mut self.log.reader(&guard))?,
+                let head_version = match slot {
+                    Some(slot) => self.settled_version(slot, &guard)?.1,
                     None => None,
                 };
                 let current = head_version.as_deref().filter(|node| node.is_live_at(now));

@@ -8,8 +8,11 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::clock::{Clock, Timestamp};
+use crossbeam_epoch::{Guard, Shared};
+
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::catalog::Catalog;
+use crate::index::{view, ItemSlot, VersionRef};
 use crate::index::{Index, VersionNode};
 use crate::log::Log;
 use crate::rules::conditions::ItemFacts;
@@ -107,6 +110,25 @@ pub(crate) fn retrying_plain_read<T>(
             }
             result => return result,
         }
+    }
+}
+
+impl Engine {
+    /// The settled head of `slot` and the version it names. A plain head names its entry in
+    /// the log, which compaction may have copied forward and taken out of the segment table
+    /// between the load of the head and the read of the entry (the segment stays mapped for
+    /// the guard, but is no longer found): the head is then loaded again — compaction swapped
+    /// in the copy before it removed the segment — at most three times in all, as a plain read
+    /// does (`retrying_plain_read`). Real damage fails every time and is reported.
+    pub(crate) fn settled_version<'g>(
+        &self,
+        slot: &ItemSlot,
+        guard: &'g Guard,
+    ) -> Result<(Shared<'g, VersionNode>, Option<VersionRef<'g>>)> {
+        retrying_plain_read(false, || {
+            let head = slot.settled_head(guard);
+            Ok((head, view(head, &mut self.log.reader(guard))?))
+        })
     }
 }
 

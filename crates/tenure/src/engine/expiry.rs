@@ -8,7 +8,7 @@ use crossbeam_epoch::Guard;
 use crate::clock::Timestamp;
 use crate::engine::core::Engine;
 use crate::error::Result;
-use crate::index::{view, ItemSlot, NewVersion, VersionNode, COMMITTED};
+use crate::index::{ItemSlot, NewVersion, VersionNode, COMMITTED};
 use crate::record::{self, ItemWrite};
 
 impl Engine {
@@ -55,8 +55,8 @@ impl Engine {
 
     /// Records `slot`'s expiry if its item is past its TTL at `now`. Returns whether it did.
     fn record_expiry_if_due(&self, slot: &ItemSlot, now: Timestamp, guard: &Guard) -> Result<bool> {
-        let head = slot.settled_head(guard);
-        let Some(node) = view(head, &mut self.log.reader(guard))? else {
+        let (head, version) = self.settled_version(slot, guard)?;
+        let Some(node) = version else {
             return Ok(false);
         };
         let expired = node.value().is_some() && !node.is_live_at(now);

@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::catalog::Incarnation;
 use crate::index::plain;
 use crate::index::point_index::HintCell;
-use crate::index::{index_key, node_of, view, ItemSlot, ValueLocation, VersionNode, COMMITTED};
+use crate::index::{index_key, node_of, ItemSlot, ValueLocation, VersionNode, COMMITTED};
 use crate::log::record::HEADER_BYTES;
 use crate::log::Durability;
 use crate::log::Reservation;
@@ -282,8 +282,7 @@ impl Engine {
         guard: &'g crossbeam_epoch::Guard,
     ) -> Result<Attempt> {
         let now = self.now();
-        let head = target.slot.settled_head(guard);
-        let head_version = view(head, &mut self.log.reader(guard))?;
+        let (head, head_version) = self.settled_version(target.slot, guard)?;
         let head_node = head_version.as_deref();
         let current = head_node.filter(|node| node.is_live_at(now));
         let facts = current.map(facts_of);
