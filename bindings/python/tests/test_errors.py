@@ -178,7 +178,8 @@ def test_the_classes_are_the_engines_table() -> None:
 
 # UsedAfterFork needs a forked child (tests/test_fork.py); Busy needs writers that keep
 # winning the same key 100,000 times in a row (the engine's bound).
-# Compacted needs a compacted log: tests/test_change_feed.py reaches it.
+# Compacted needs a compacted log (tests/test_change_feed.py); ReadOnly a read-only open
+# beside a writer (tests/test_clear_errors.py).
 @pytest.mark.parametrize("code", sorted(set(SPEC_CODES) - {"UsedAfterFork", "Busy", "Compacted", "ReadOnly"}))
 def test_every_code_is_reachable(
     tmp_path: Path, store: tenure.Store, clock: tenure.ManualClock, code: str

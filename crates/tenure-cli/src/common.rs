@@ -271,6 +271,20 @@ pub fn open_existing(directory: &Path) -> CliResult<Store> {
     Ok(Store::open(directory, store_options())?)
 }
 
+/// Opens an existing store for reading only: it takes no lock, so it works beside an
+/// application that holds the store open, and sees the store as its files held it at the
+/// open (docs/spec.md §1). The inspection commands use it.
+pub fn open_read_only(directory: &Path) -> CliResult<Store> {
+    if !store_exists(directory) {
+        return Err(CliError::no_store(directory));
+    }
+    let options = StoreOptions {
+        read_only: true,
+        ..store_options()
+    };
+    Ok(Store::open(directory, options)?)
+}
+
 /// Closes the store, reporting a failed final flush.
 pub fn close(store: Store) -> CliResult<()> {
     Ok(store.close()?)

@@ -109,7 +109,7 @@ pub fn run(command: ContainerCommand, output: &Output) -> CliResult {
             }
         }
         ContainerCommand::List { store } => {
-            let handle = open_existing(&store.dir)?;
+            let handle = common::open_read_only(&store.dir)?;
             let names = handle.list_containers()?;
             common::close(handle)?;
             if output.json {
@@ -121,7 +121,7 @@ pub fn run(command: ContainerCommand, output: &Output) -> CliResult {
             }
         }
         ContainerCommand::Show { store, name } => {
-            let handle = open_existing(&store.dir)?;
+            let handle = common::open_read_only(&store.dir)?;
             let properties = handle.container_properties(&name).about(&name, None)?;
             let lease = handle.container_lease_info(&name).about(&name, None)?;
             common::close(handle)?;

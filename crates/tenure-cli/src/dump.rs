@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::common::{self, format_time, item_json, open_existing, CliResult, Output};
+use crate::common::{self, format_time, item_json, CliResult, Output};
 use crate::StoreDir;
 
 #[derive(clap::Args, Debug)]
@@ -18,7 +18,7 @@ pub struct DumpArgs {
 }
 
 pub fn run(args: &DumpArgs, _output: &Output) -> CliResult {
-    let store = open_existing(&args.store.dir)?;
+    let store = common::open_read_only(&args.store.dir)?;
     // One snapshot: the dump is the store at one version, whatever is written meanwhile.
     let snapshot = store.snapshot()?;
     let containers = match &args.container {

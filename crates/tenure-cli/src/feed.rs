@@ -3,9 +3,7 @@
 use serde_json::{json, Value};
 use tenure::{ChangeKind, ChangesOptions};
 
-use crate::common::{
-    self, bytes_field, display_bytes, open_existing, About, CliError, CliResult, Output,
-};
+use crate::common::{self, bytes_field, display_bytes, About, CliError, CliResult, Output};
 use crate::StoreDir;
 
 #[derive(clap::Args, Debug)]
@@ -47,7 +45,7 @@ pub fn run(args: &ChangesArgs, output: &Output) -> CliResult {
     if args.max == 0 || args.max > 1_000_000 {
         return Err(CliError::usage("--max", "must be 1..=1000000"));
     }
-    let store = open_existing(&args.store.dir)?;
+    let store = common::open_read_only(&args.store.dir)?;
     let about = |result: Result<Vec<tenure::Change>, tenure::Error>| match &args.container {
         Some(container) => result.about(container, None),
         None => result.map_err(CliError::from),

@@ -106,7 +106,7 @@ pub fn get(args: &GetArgs, output: &Output) -> CliResult {
             .map(|text| common::parse_lease_id("--lease-id", text))
             .transpose()?,
     };
-    let store = open_existing(&args.store.dir)?;
+    let store = common::open_read_only(&args.store.dir)?;
     let key = args.key.as_bytes();
     let item = if args.properties {
         store.get_properties(&args.container, key, &options)
@@ -181,7 +181,7 @@ pub fn list(args: &ListArgs, output: &Output) -> CliResult {
     if args.page_size == 0 || args.page_size > 10_000 {
         return Err(CliError::usage("--page-size", "must be 1..=10000"));
     }
-    let store = open_existing(&args.store.dir)?;
+    let store = common::open_read_only(&args.store.dir)?;
     let Some(container) = &args.container else {
         let names = store.list_containers()?;
         common::close(store)?;

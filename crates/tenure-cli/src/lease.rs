@@ -216,7 +216,7 @@ pub fn run(command: LeaseCommand, output: &Output) -> CliResult {
             }
         }
         LeaseCommand::Show { target } => {
-            let store = open_existing(&target.store.dir)?;
+            let store = common::open_read_only(&target.store.dir)?;
             let info = match &target.key {
                 Some(key) => store.lease_info(&target.container, key.as_bytes()),
                 None => store.container_lease_info(&target.container),

@@ -59,7 +59,7 @@ fn mebibytes(bytes: u64) -> String {
 }
 
 pub fn run(args: &StatArgs, output: &Output) -> CliResult {
-    let store = common::open_existing(&args.store.dir)?;
+    let store = common::open_read_only(&args.store.dir)?;
     let stats = store.stats()?;
     common::close(store)?;
     let (disk_bytes, _) = disk_usage(&args.store.dir)?;

@@ -467,7 +467,8 @@ impl Store {
         self.backend.stats()
     }
 
-    /// Bytes the store's files take on disk.
+    /// The lengths of the store's log files added up. The files are sparse ahead of the
+    /// tail: what they take on disk can be less (`du` counts that).
     pub fn log_bytes(&self) -> u64 {
         self.backend.log_bytes()
     }

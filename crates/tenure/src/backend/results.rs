@@ -34,7 +34,8 @@ pub struct StoreStats {
     pub item_versions: u64,
     pub segments: u64,
     pub segment_size_bytes: u64,
-    /// Bytes of segment files on disk (preallocated).
+    /// The segment files' lengths added up. Space ahead of the tail is sparse until the log
+    /// reaches it, so the files take less on disk than this.
     pub allocated_bytes: u64,
     /// Bytes of log from its start to its tail.
     pub log_bytes: u64,

@@ -69,7 +69,7 @@ impl Engine {
         self.log.flush()
     }
 
-    /// Bytes the log's segment files take on disk.
+    /// The lengths of the log's segment files added up (sparse ahead of the tail).
     pub(crate) fn log_bytes(&self) -> u64 {
         self.log.allocated_bytes()
     }
