@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::{json, Value};
-use tenure::{Problem, VerifyReport};
+use tenure::{DamagedItem, DamagedRange, Problem, VerifyReport};
 
 use crate::common::{self, CliError, CliResult, Output, EXIT_PROBLEMS};
 use crate::StoreDir;
@@ -43,6 +43,48 @@ fn problem_json(problem: &Problem) -> Value {
     json!({"file": problem.file.display().to_string(), "offset": problem.offset, "reason": problem.reason})
 }
 
+/// A damaged item: container (name, or id where the rest of the log names none), key, the
+/// version the damage held and the one the store falls back to.
+fn item_json(item: &DamagedItem) -> Value {
+    let mut object = serde_json::Map::new();
+    object.insert("container".into(), Value::from(item.container.clone()));
+    object.insert("container_id".into(), Value::from(item.container_id));
+    common::bytes_field(&mut object, "key", &item.key);
+    object.insert("version".into(), Value::from(item.version));
+    object.insert("kept_version".into(), Value::from(item.kept_version));
+    object.insert("lost".into(), Value::from(item.is_lost()));
+    Value::Object(object)
+}
+
+fn damaged_json(range: &DamagedRange) -> Value {
+    json!({
+        "file": range.file.display().to_string(),
+        "offset": range.offset,
+        "length": range.length,
+        "first_version": range.first_version,
+        "last_version": range.last_version,
+        "items": range.items.iter().map(item_json).collect::<Vec<_>>(),
+        "unreadable_records": range.unreadable_records,
+    })
+}
+
+fn item_text(item: &DamagedItem) -> String {
+    let container = item
+        .container
+        .clone()
+        .unwrap_or_else(|| format!("container #{}", item.container_id));
+    let now = match item.kept_version {
+        Some(kept) if kept >= item.version => "superseded, kept".to_owned(),
+        Some(kept) => format!("falls back to version {kept}"),
+        None => "gone".to_owned(),
+    };
+    format!(
+        "{container} / {} (version {}): {now}",
+        common::display_bytes(&item.key),
+        item.version
+    )
+}
+
 pub fn report_json(report: &VerifyReport) -> Value {
     json!({
         "clean": report.is_clean(),
@@ -59,6 +101,7 @@ pub fn report_json(report: &VerifyReport) -> Value {
         "versions_lost": report.versions_lost,
         "log_end": report.log_end,
         "problems": report.problems.iter().map(problem_json).collect::<Vec<_>>(),
+        "damaged": report.damaged.iter().map(damaged_json).collect::<Vec<_>>(),
         "notes": report.notes.iter().map(problem_json).collect::<Vec<_>>(),
     })
 }
@@ -85,6 +128,26 @@ fn print_report(report: &VerifyReport) {
     }
     for problem in &report.problems {
         println!("problem: {problem}");
+    }
+    for range in &report.damaged {
+        let versions = match (range.first_version, range.last_version) {
+            (Some(first), Some(last)) if last >= first => format!("versions {first}..={last}"),
+            _ => "versions unknown".to_owned(),
+        };
+        println!(
+            "damaged: {} at offset {}, {} bytes, {versions}: {} item(s) readable{}",
+            range.file.display(),
+            range.offset,
+            range.length,
+            range.items.len(),
+            match range.unreadable_records {
+                0 => String::new(),
+                count => format!(", {count} record(s) unreadable"),
+            }
+        );
+        for item in &range.items {
+            println!("  {}", item_text(item));
+        }
     }
     if report.versions_lost > 0 {
         println!("versions lost: {}", report.versions_lost);
@@ -151,6 +214,8 @@ pub fn repair(args: &RepairArgs, output: &Output) -> CliResult {
             "rewritten": report.rewritten,
             "records_kept": report.records_kept,
             "records_dropped": report.records_dropped,
+            "items_kept": report.items_kept,
+            "items_lost": report.items_lost.iter().map(item_json).collect::<Vec<_>>(),
             "backup_directory": report.backup_directory.as_ref().map(|path| path.display().to_string()),
             "before": report_json(&report.before),
             "after": {"version": version, "containers": containers.len(), "items": items},
@@ -172,6 +237,11 @@ pub fn repair(args: &RepairArgs, output: &Output) -> CliResult {
         report.before.problems.len(),
         report.before.versions_lost,
         report.records_dropped
+    );
+    println!(
+        "items: {} kept, {} lost their newest version (named above where readable)",
+        report.items_kept,
+        report.items_lost.len()
     );
     if let Some(backup) = &report.backup_directory {
         println!("original files moved to {}", backup.display());
