@@ -481,3 +481,49 @@ fn visiting_borrowed_changes_sees_the_same_changes_as_copying_them() {
         .unwrap();
     assert_eq!(first_three, 3, "returning false stops the visit");
 }
+
+/// A page never ends inside a batch: its changes share one version, and a reader resumes after
+/// the last version it saw, so a split batch would lose its rest.
+#[test]
+fn a_page_of_changes_never_splits_a_batch() {
+    let (store, _clock, _disk) = store();
+    store
+        .put("c", b"before", b"v", &WriteOptions::default())
+        .unwrap();
+    let mut batch = store.batch();
+    for index in 0..30u32 {
+        batch.put("c", &index.to_be_bytes(), b"v", WriteOptions::default());
+    }
+    let batch_version = batch.commit().unwrap();
+    store
+        .put("c", b"after", b"v", &WriteOptions::default())
+        .unwrap();
+    let options = ChangesOptions {
+        max_changes: 10,
+        ..ChangesOptions::default()
+    };
+    let mut since = 0;
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let page = store.changes(since, &options).unwrap();
+        let Some(last) = page.last() else { break };
+        since = last.version;
+        let in_batch = page
+            .iter()
+            .filter(|change| change.version == batch_version)
+            .count();
+        assert!(
+            in_batch == 0 || in_batch == 30,
+            "a page split the batch: {in_batch}"
+        );
+        seen.extend(page);
+    }
+    let keys: Vec<_> = seen
+        .iter()
+        .filter(|change| change.version == batch_version)
+        .collect();
+    assert_eq!(keys.len(), 30);
+    assert!(seen
+        .iter()
+        .any(|change| change.key.as_deref() == Some(&b"after"[..])));
+}

@@ -417,22 +417,22 @@ impl Store {
 
     // ----- the change feed (docs/spec.md §10) -----
 
-    /// Committed changes with versions greater than `since`, oldest first, up to
-    /// `options.max_changes`. Resume by passing the last version you processed. Fails with
-    /// `InvalidArgument` (naming the oldest available version) when `since` is older than the
-    /// retained history.
+    /// Committed changes with versions greater than `since`, oldest first: `options.max_changes`
+    /// of them, or more when the last is a batch's, whose changes (one version) are never split
+    /// between calls. Resume by passing the last version you processed. Fails with `Compacted`
+    /// (naming the oldest available version) when `since` is older than the retained history.
     pub fn changes(&self, since: Version, options: &ChangesOptions) -> Result<Vec<Change>> {
         let mut changes = Vec::new();
         self.backend.visit_changes(since, options, &mut |change| {
             changes.push(change.to_owned(options.include_values));
-            changes.len() < options.max_changes
+            true
         })?;
         Ok(changes)
     }
 
     /// Like [`changes`](Self::changes) without copying: `visit` sees each change with its key
-    /// and value borrowed, and returns `false` to stop. At most `options.max_changes` are
-    /// visited.
+    /// and value borrowed, and returns `false` to stop (also inside a batch, which a caller
+    /// resuming after the last version it saw would then skip the rest of).
     pub fn visit_changes(
         &self,
         since: Version,

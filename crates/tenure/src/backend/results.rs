@@ -177,7 +177,9 @@ pub struct ChangesOptions {
     /// Only this container's changes (its create and delete included).
     pub container: Option<String>,
     pub include_values: bool,
-    /// At most this many changes (1..=100,000); a caller continues from the last version.
+    /// How many changes a call returns (1..=100,000): this many, or more when the last is a
+    /// batch's, whose changes are never split between calls. A caller continues from the last
+    /// version it processed.
     pub max_changes: usize,
 }
 

@@ -17,9 +17,10 @@ use crate::types::{ETag, Version};
 pub const MAX_CHANGES_PER_CALL: usize = 100_000;
 
 impl Engine {
-    /// Like [`changes`](Self::changes) without copying: `visit` sees each change with its key
-    /// and value borrowed from the log's mapping, and returns `false` to stop. At most
-    /// `options.max_changes` are visited.
+    /// The committed changes after `since`, oldest first: `visit` sees each with its key and
+    /// value borrowed from the log's mapping, and returns `false` to stop. About
+    /// `options.max_changes` are visited: the call stops at the first record boundary at or
+    /// past it, so a batch's changes (one version) are never split between calls.
     pub(crate) fn visit_changes(
         &self,
         since: Version,
@@ -66,9 +67,14 @@ impl Engine {
                             etag: item.value.map(|_| ETag(version)),
                             value: item.value,
                         };
-                        if !visit(change) || visited >= options.max_changes {
+                        if !visit(change) {
                             return Ok(false);
                         }
+                    }
+                    // A page ends between records, never inside a batch's: a caller resumes
+                    // after the last version it saw, which would skip the rest of a batch.
+                    if visited >= options.max_changes {
+                        return Ok(false);
                     }
                 } else {
                     owned.clear();
@@ -80,9 +86,12 @@ impl Engine {
                     );
                     for change in &owned {
                         visited += 1;
-                        if !visit(change.as_ref()) || visited >= options.max_changes {
+                        if !visit(change.as_ref()) {
                             return Ok(false);
                         }
+                    }
+                    if visited >= options.max_changes {
+                        return Ok(false);
                     }
                 }
                 Ok(true)
