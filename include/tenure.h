@@ -42,6 +42,7 @@
 #define TENURE_LIST_OPTIONS_INIT TENURE_OPTIONS_INIT_(tenure_list_options)
 #define TENURE_LOCK_OPTIONS_INIT TENURE_OPTIONS_INIT_(tenure_lock_options)
 #define TENURE_LEASE_OPTIONS_INIT TENURE_OPTIONS_INIT_(tenure_lease_options)
+#define TENURE_OPEN_OPTIONS_INIT TENURE_OPTIONS_INIT_(tenure_open_options)
 
 #define TENURE_VERSION_MAJOR 0
 
@@ -449,6 +450,45 @@ typedef struct {
    */
   bool disable_background_compaction;
 } tenure_store_options;
+
+/*
+ How a store is opened: tenure_store_open_with. Declare it with
+ `tenure_open_options options = TENURE_OPEN_OPTIONS_INIT;` (NULL options = the defaults).
+ */
+typedef struct {
+  /*
+   `sizeof(tenure_open_options)`; TENURE_OPEN_OPTIONS_INIT sets it.
+   */
+  uint32_t struct_size;
+  /*
+   0 = sync (every write durable when it returns), 1 = buffered.
+   */
+  uint32_t durability;
+  /*
+   0 = the default (64 MiB). Fixed when the store is created.
+   */
+  uint64_t segment_size_bytes;
+  /*
+   The change feed keeps at least the last this many versions from compaction; 0 = no
+   such bound.
+   */
+  uint64_t change_feed_retention_versions;
+  /*
+   The change feed keeps at least the history within this many bytes of the log's tail;
+   0 = no such bound.
+   */
+  uint64_t change_feed_retention_bytes;
+  /*
+   1 = no background compaction thread (0 = the default: one).
+   */
+  uint32_t disable_background_compaction;
+  /*
+   1 = open for reading only (docs/spec.md §1): beside a process that has the store open,
+   or on files this process cannot write. No lock, nothing written; every write fails
+   with TENURE_ERR_READ_ONLY. 0 = read and write.
+   */
+  uint32_t read_only;
+} tenure_open_options;
 
 /*
  What tenure_store_compact did.
@@ -1506,6 +1546,16 @@ tenure_status tenure_snapshot_free(tenure_snapshot *snapshot);
 tenure_status tenure_store_open(const char *path,
                                 const tenure_store_options *options,
                                 tenure_store **store_out);
+
+/*
+ Opens (creating if needed, unless read-only) the store in directory `path` with
+ `options` (NULL = the defaults). With `options->read_only`, the store must exist: it is
+ opened beside any process that holds it, and every write through the handle fails with
+ TENURE_ERR_READ_ONLY.
+ */
+tenure_status tenure_store_open_with(const char *path,
+                                     const tenure_open_options *options,
+                                     tenure_store **store_out);
 
 /*
  Flushes and closes the store. The handle stays allocated (free it with tenure_store_free);

@@ -132,6 +132,31 @@ pub struct tenure_lease_options {
     pub break_period_seconds: i64,
 }
 
+/// How a store is opened: tenure_store_open_with. Declare it with
+/// `tenure_open_options options = TENURE_OPEN_OPTIONS_INIT;` (NULL options = the defaults).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct tenure_open_options {
+    /// `sizeof(tenure_open_options)`; TENURE_OPEN_OPTIONS_INIT sets it.
+    pub struct_size: u32,
+    /// 0 = sync (every write durable when it returns), 1 = buffered.
+    pub durability: u32,
+    /// 0 = the default (64 MiB). Fixed when the store is created.
+    pub segment_size_bytes: u64,
+    /// The change feed keeps at least the last this many versions from compaction; 0 = no
+    /// such bound.
+    pub change_feed_retention_versions: u64,
+    /// The change feed keeps at least the history within this many bytes of the log's tail;
+    /// 0 = no such bound.
+    pub change_feed_retention_bytes: u64,
+    /// 1 = no background compaction thread (0 = the default: one).
+    pub disable_background_compaction: u32,
+    /// 1 = open for reading only (docs/spec.md §1): beside a process that has the store open,
+    /// or on files this process cannot write. No lock, nothing written; every write fails
+    /// with TENURE_ERR_READ_ONLY. 0 = read and write.
+    pub read_only: u32,
+}
+
 /// The longest options struct the library accepts, so a garbage `struct_size` is refused
 /// before any byte past the known struct is read.
 const MAX_STRUCT_SIZE: u32 = 4096;
@@ -254,6 +279,10 @@ mod tests {
             (
                 size_of::<tenure_lease_options>(),
                 offset_of!(tenure_lease_options, break_period_seconds) + size_of::<i64>(),
+            ),
+            (
+                size_of::<tenure_open_options>(),
+                offset_of!(tenure_open_options, read_only) + size_of::<u32>(),
             ),
         ];
         for (index, (size, end)) in ends.into_iter().enumerate() {

@@ -1,5 +1,6 @@
 //! Store handles: open, close, free, flush, version.
 
+use crate::options::{options_in, tenure_open_options};
 use crate::prelude::*;
 
 /// Options of `tenure_store_open`. Pass NULL for the defaults; zero-initialise and set fields.
@@ -75,6 +76,74 @@ pub unsafe extern "C" fn tenure_store_open(
         unsafe { *store_out = handle as *mut tenure_store };
         Ok(())
     })
+}
+
+/// Opens (creating if needed, unless read-only) the store in directory `path` with
+/// `options` (NULL = the defaults). With `options->read_only`, the store must exist: it is
+/// opened beside any process that holds it, and every write through the handle fails with
+/// TENURE_ERR_READ_ONLY.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_open_with(
+    path: *const c_char,
+    options: *const tenure_open_options,
+    store_out: *mut *mut tenure_store,
+) -> tenure_status {
+    guard(|| {
+        // SAFETY: documented contract: NUL-terminated.
+        let path = unsafe { text("path", path) }?;
+        out("store_out", store_out)?;
+        if path.is_empty() {
+            return Err(invalid("path", "is empty"));
+        }
+        // SAFETY: NULL or a struct of its declared size.
+        let options = unsafe { options_in("options", "TENURE_OPEN_OPTIONS_INIT", options) }?;
+        let store_options = match options {
+            Some(options) => open_options(&options)?,
+            None => StoreOptions::default(),
+        };
+        let store = Store::open(path, store_options)?;
+        let handle = handles::register(Object::Store(Some(Arc::new(store))))?;
+        // SAFETY: checked non-NULL.
+        unsafe { *store_out = handle as *mut tenure_store };
+        Ok(())
+    })
+}
+
+/// The engine's options for `options`, each field checked.
+fn open_options(options: &tenure_open_options) -> Result<StoreOptions, Fail> {
+    let flag = |argument: &'static str, value: u32| match value {
+        0 => Ok(false),
+        1 => Ok(true),
+        other => Err(invalid(argument, format!("must be 0 or 1, not {other}"))),
+    };
+    let mut store_options = StoreOptions {
+        durability: match options.durability {
+            0 => Durability::Sync,
+            1 => Durability::Buffered,
+            other => {
+                return Err(invalid(
+                    "options.durability",
+                    format!("must be 0 (sync) or 1 (buffered), not {other}"),
+                ))
+            }
+        },
+        read_only: flag("options.read_only", options.read_only)?,
+        change_feed_retention_versions: (options.change_feed_retention_versions != 0)
+            .then_some(options.change_feed_retention_versions),
+        change_feed_retention_bytes: (options.change_feed_retention_bytes != 0)
+            .then_some(options.change_feed_retention_bytes),
+        ..StoreOptions::default()
+    };
+    if options.segment_size_bytes != 0 {
+        store_options.segment_size_bytes = options.segment_size_bytes;
+    }
+    if flag(
+        "options.disable_background_compaction",
+        options.disable_background_compaction,
+    )? {
+        store_options.background_compaction_interval = None;
+    }
+    Ok(store_options)
 }
 
 /// Flushes and closes the store. The handle stays allocated (free it with tenure_store_free);
