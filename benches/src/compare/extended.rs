@@ -588,6 +588,9 @@ fn snapshot_scans(
     Ok(metrics)
 }
 
+/// Attempts at the timed reopen before its error is the run's (20 ms apart).
+const REOPEN_ATTEMPTS: u32 = 50;
+
 fn reopen(name: &str, keys: u64, directory: &Path) -> Result<Metrics> {
     {
         let engine = engines::open(name, directory)?;
@@ -595,8 +598,20 @@ fn reopen(name: &str, keys: u64, directory: &Path) -> Result<Metrics> {
     }
     let (disk, _) = super::disk_usage(directory);
     let probe = key(keys / 2);
-    let start = Instant::now();
-    let engine = engines::open(name, directory)?;
+    // sled's flusher thread can hold its file lock for a moment after the handle is dropped,
+    // so a failed open is retried a bounded number of times; each attempt is timed afresh.
+    let mut attempt = 1;
+    let (engine, start) = loop {
+        let start = Instant::now();
+        match engines::open(name, directory) {
+            Ok(engine) => break (engine, start),
+            Err(error) if attempt >= REOPEN_ATTEMPTS => return Err(error),
+            Err(_) => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
     let found = engine.reader()?.lookup(&probe, false)?;
     let elapsed = start.elapsed();
     if found.is_none() {
