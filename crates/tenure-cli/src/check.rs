@@ -216,6 +216,11 @@ pub fn repair(args: &RepairArgs, output: &Output) -> CliResult {
             "records_dropped": report.records_dropped,
             "items_kept": report.items_kept,
             "items_lost": report.items_lost.iter().map(item_json).collect::<Vec<_>>(),
+            "containers_recovered": report
+                .containers_recovered
+                .iter()
+                .map(|container| json!({"id": container.id, "name": container.name}))
+                .collect::<Vec<_>>(),
             "backup_directory": report.backup_directory.as_ref().map(|path| path.display().to_string()),
             "before": report_json(&report.before),
             "after": {"version": version, "containers": containers.len(), "items": items},
@@ -243,6 +248,12 @@ pub fn repair(args: &RepairArgs, output: &Output) -> CliResult {
         report.items_kept,
         report.items_lost.len()
     );
+    for container in &report.containers_recovered {
+        println!(
+            "container {} lost its create record; its items are kept under the name {:?}",
+            container.id, container.name
+        );
+    }
     if let Some(backup) = &report.backup_directory {
         println!("original files moved to {}", backup.display());
     }

@@ -33,7 +33,10 @@ pub use backend::results::{
 };
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp, MICROS_PER_SECOND};
 pub use error::{Error, ErrorCode, Result};
-pub use inspect::{repair, verify, DamagedItem, DamagedRange, Problem, RepairReport, VerifyReport};
+pub use inspect::{
+    repair, verify, DamagedItem, DamagedRange, Problem, RecoveredContainer, RepairReport,
+    VerifyReport,
+};
 pub use log::Durability;
 pub use rules::conditions::Conditions;
 pub use rules::etag::ETagArg;

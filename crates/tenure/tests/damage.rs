@@ -7,7 +7,7 @@
 //! `TENURE_DAMAGE_CASES` sets how many damages each test makes (the test command runs a few
 //! dozen; the figures for the design are from thousands).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use rand::rngs::StdRng;
@@ -47,13 +47,24 @@ fn value(index: usize, round: u8) -> Vec<u8> {
 /// A store of `ITEMS` items written twice (the second round the latest), compacted or not.
 /// Returns the model: each key's latest value.
 fn build(directory: &Path, compacted: bool) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let (store, model) = written(directory, ITEMS, 2);
+    if compacted {
+        assert!(store.compact().unwrap().items_relocated >= ITEMS as u64);
+    }
+    store.close().unwrap();
+    model
+}
+
+/// A store with container "c" and `items` items, each written `rounds` times (the value of
+/// round `r` is `value(index, r)`); returns it open, and the model of the latest values.
+fn written(directory: &Path, items: usize, rounds: u8) -> (Store, BTreeMap<Vec<u8>, Vec<u8>>) {
     let store = Store::open(directory, options()).unwrap();
     store
         .create_container("c", &ContainerOptions::default())
         .unwrap();
     let mut model = BTreeMap::new();
-    for round in 0..2u8 {
-        for index in 0..ITEMS {
+    for round in 0..rounds {
+        for index in 0..items {
             let value = value(index, round);
             store
                 .put("c", &key(index), &value, &WriteOptions::default())
@@ -61,11 +72,7 @@ fn build(directory: &Path, compacted: bool) -> BTreeMap<Vec<u8>, Vec<u8>> {
             model.insert(key(index), value);
         }
     }
-    if compacted {
-        assert!(store.compact().unwrap().items_relocated >= ITEMS as u64);
-    }
-    store.close().unwrap();
-    model
+    (store, model)
 }
 
 fn copy_directory(from: &Path, to: &Path) {
@@ -124,17 +131,22 @@ fn damage(directory: &Path, kind: Damage, rng: &mut StdRng) -> String {
 }
 
 /// Repairs, reopens and compares with the model: every item is at its latest value or lost.
-/// Returns how many items were lost; checks that the repair's report names as many (when
-/// every damaged record could still be read).
+/// Returns how many items were lost; checks that the repair's report names them.
 fn lost_after_repair(directory: &Path, model: &BTreeMap<Vec<u8>, Vec<u8>>, place: &str) -> usize {
     let report =
         repair(directory, &mut |_, _| {}).unwrap_or_else(|error| panic!("{place}: {error}"));
     let store =
         Store::open(directory, options()).unwrap_or_else(|error| panic!("{place}: {error}"));
-    let mut lost = 0;
+    // Damage to the container's create record: repair creates it again under a new name.
+    let container = match report.containers_recovered.as_slice() {
+        [] => "c".to_owned(),
+        [recovered] => recovered.name.clone(),
+        more => panic!("{place}: {} containers recovered of one", more.len()),
+    };
+    let mut lost = BTreeSet::new();
     let mut found = 0;
     for (key, latest) in model {
-        match store.get("c", key, &ReadOptions::default()) {
+        match store.get(&container, key, &ReadOptions::default()) {
             Ok(item) => {
                 found += 1;
                 let value = item.value.unwrap();
@@ -142,32 +154,62 @@ fn lost_after_repair(directory: &Path, model: &BTreeMap<Vec<u8>, Vec<u8>>, place
                 let index = u64::from_le_bytes(latest[..8].try_into().unwrap()) as usize;
                 if value != *latest {
                     assert_eq!(value, crate::value(index, 0), "{place}: a wrong value");
-                    lost += 1;
+                    lost.insert(key.clone());
                 }
             }
-            Err(error) if error.code() == tenure::ErrorCode::NotFound => lost += 1,
+            Err(error) if error.code() == tenure::ErrorCode::NotFound => {
+                lost.insert(key.clone());
+            }
             Err(error) => panic!("{place}: {error}"),
         }
     }
     store.close().unwrap();
-    // The report names the items a damaged record held as far as its bytes can be read; a
-    // hit container id or key names no item of the store (or a wrong one).
-    let all_read = report.before.damaged.iter().all(|range| {
-        range.unreadable_records == 0
-            && range.items.iter().all(|item| {
-                item.container.as_deref() == Some("c")
-                    && model.contains_key(&item.key)
-                    && (item.version > 1)
-            })
-    });
-    if all_read {
-        assert_eq!(report.items_lost.len(), lost, "{place}: {report:?}");
-    }
+    check_items_named(&report, &container, &lost, place);
     assert_eq!(
         report.items_kept, found,
         "{place}: the items the repaired store holds"
     );
-    lost
+    lost.len()
+}
+
+/// The report names the items a damaged record held as far as its bytes can be read. Where a
+/// header was hit, or a container id, the names are incomplete; where a key byte was hit, the
+/// key may read as another item's (the caveat design.md states), so each record read despite
+/// its damage may name one item wrongly and leave one unnamed.
+fn check_items_named(
+    report: &tenure::RepairReport,
+    container: &str,
+    lost: &BTreeSet<Vec<u8>>,
+    place: &str,
+) {
+    let all_read = report.before.damaged.iter().all(|range| {
+        range.unreadable_records == 0
+            && range
+                .items
+                .iter()
+                .all(|item| item.container.as_deref() == Some(container))
+    });
+    if !all_read {
+        return;
+    }
+    let records_read: BTreeSet<_> = report
+        .before
+        .damaged
+        .iter()
+        .flat_map(|range| range.items.iter().map(|item| item.record_version))
+        .collect();
+    let named: BTreeSet<_> = report
+        .items_lost
+        .iter()
+        .map(|item| item.key.clone())
+        .collect();
+    let wrongly_named = named.difference(lost).count();
+    let unnamed = lost.difference(&named).count();
+    assert!(
+        wrongly_named <= records_read.len() && unnamed <= records_read.len(),
+        "{place}: {wrongly_named} named wrongly, {unnamed} unnamed, {} records read: {report:?}",
+        records_read.len()
+    );
 }
 
 fn cases() -> usize {
@@ -177,13 +219,14 @@ fn cases() -> usize {
         .unwrap_or(12)
 }
 
-/// Runs `cases()` damages of each kind against copies of one store; returns the largest loss.
+/// Runs `cases()` damages of each kind against copies of one store; prints the distribution of
+/// items lost and returns the largest loss of each kind.
 fn largest_loss(compacted: bool, seed: u64) -> (usize, usize) {
     let scratch = TempDir::new("damage");
     let original = scratch.path().join("original");
     let model = build(&original, compacted);
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut largest = (0, 0);
+    let mut losses: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
     for case in 0..cases() {
         for (slot, kind) in [Damage::FlippedByte, Damage::ZeroedSector]
             .into_iter()
@@ -201,23 +244,27 @@ fn largest_loss(compacted: bool, seed: u64) -> (usize, usize) {
                 (true, _) => COMPACTED_BOUND_BYTES / (KEY_BYTES + VALUE_BYTES),
             };
             assert!(lost <= bound, "{place}: {lost} items lost, bound {bound}");
-            let entry = if slot == 0 {
-                &mut largest.0
-            } else {
-                &mut largest.1
-            };
-            *entry = (*entry).max(lost);
+            losses[slot].push(lost);
             std::fs::remove_dir_all(&copy).unwrap();
         }
     }
-    eprintln!(
-        "compacted {compacted}: largest loss {} items per flipped byte, {} per zeroed sector, \
-         over {} damages of each",
-        largest.0,
-        largest.1,
-        cases()
-    );
-    largest
+    for (losses, kind) in losses.iter_mut().zip(["flipped byte", "zeroed sector"]) {
+        losses.sort_unstable();
+        eprintln!(
+            "compacted {compacted}, {kind}: items lost median {}, p99 {}, max {} over {} damages",
+            percentile(losses, 50),
+            percentile(losses, 99),
+            percentile(losses, 100),
+            losses.len()
+        );
+    }
+    (percentile(&losses[0], 100), percentile(&losses[1], 100))
+}
+
+/// The `percent`th percentile of sorted `values` (nearest rank).
+fn percentile(values: &[usize], percent: usize) -> usize {
+    let rank = (values.len() * percent).div_ceil(100).max(1);
+    values[rank - 1]
 }
 
 /// The case a new user met: 200,000 items, compacted, one flipped byte, repair. The loss is
@@ -226,18 +273,7 @@ fn largest_loss(compacted: bool, seed: u64) -> (usize, usize) {
 fn one_flipped_byte_in_a_compacted_store_of_200_000_items() {
     let scratch = TempDir::new("damage-new-user");
     let directory = scratch.path().join("store");
-    let store = Store::open(&directory, options()).unwrap();
-    store
-        .create_container("c", &ContainerOptions::default())
-        .unwrap();
-    let mut model = BTreeMap::new();
-    for index in 0..200_000 {
-        let value = value(index, 1);
-        store
-            .put("c", &key(index), &value, &WriteOptions::default())
-            .unwrap();
-        model.insert(key(index), value);
-    }
+    let (store, model) = written(&directory, 200_000, 1);
     store.compact().unwrap();
     store.close().unwrap();
     let mut rng = StdRng::seed_from_u64(200_000);
@@ -257,4 +293,36 @@ fn one_damaged_place_of_an_uncompacted_store_costs_at_most_its_own_items() {
 #[test]
 fn one_damaged_place_of_a_compacted_store_costs_at_most_a_few_kilobytes_of_items() {
     largest_loss(true, 11);
+}
+
+/// Damage to a container's create record: repair creates the container again as
+/// `lost+found-<id>` and every item of it stays reachable there.
+#[test]
+fn a_lost_container_create_comes_back_as_lost_and_found() {
+    let scratch = TempDir::new("damage-container");
+    let directory = scratch.path().join("store");
+    let (store, model) = written(&directory, 100, 1);
+    store.close().unwrap();
+    // The log's first record is the create of "c" (version 1): a 24-byte header, then the
+    // operation byte, the name's length (u32) and the name.
+    let (first_segment, _) = &segments_in_use(&directory)[0];
+    let mut bytes = std::fs::read(first_segment).unwrap();
+    assert_eq!(
+        &bytes[8..16],
+        &1u64.to_le_bytes(),
+        "the first record's version"
+    );
+    assert_eq!(
+        &bytes[25..30],
+        b"\x01\0\0\0c",
+        "the first record creates \"c\""
+    );
+    bytes[30] ^= 0x10; // the default TTL, right after the name
+    std::fs::write(first_segment, bytes).unwrap();
+
+    let lost = lost_after_repair(&directory, &model, "the create of \"c\"");
+    assert_eq!(lost, 0);
+    let store = Store::open(&directory, options()).unwrap();
+    assert_eq!(store.list_containers().unwrap(), ["lost+found-1"]);
+    store.close().unwrap();
 }

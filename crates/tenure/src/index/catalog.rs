@@ -268,6 +268,22 @@ impl Catalog {
         incarnation.name.is_empty()
     }
 
+    /// Replay only, before `finish_replay`: the ids of live placeholders, containers whose
+    /// items were replayed but whose state no record has named yet.
+    pub fn placeholder_ids(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self
+            .by_id
+            .pin()
+            .iter()
+            .filter(|(_, incarnation)| {
+                Catalog::is_placeholder(incarnation) && incarnation.is_live()
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// Replay only: a container state for `incarnation.id` replaces its placeholder.
     pub fn resolve(&self, incarnation: Arc<Incarnation>) {
         self.insert(incarnation);

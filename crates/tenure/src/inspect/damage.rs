@@ -2,7 +2,8 @@
 //! lengths allow, without their checksums, and the items of those that still decode are named
 //! by container and key. Bytes under a checksum that failed may themselves be the damaged
 //! ones, so a name can be wrong; the versions the range lost are exact (between the good
-//! records around it).
+//! records around it). A record whose version falls outside those bounds had its header hit:
+//! its items are not named, and it counts as unreadable.
 
 use std::path::PathBuf;
 
@@ -42,6 +43,9 @@ pub struct DamagedItem {
     pub key: Vec<u8>,
     /// The version of the item the damaged record held.
     pub version: Version,
+    /// The version of the record that held it: `version`, or for a relocation by compaction
+    /// the relocation's own version (newer than the item versions it carries).
+    pub record_version: Version,
     /// The item's newest version (a write or its delete) the rest of the log still holds:
     /// what a repaired store has (`None`: nothing). The damage cost the item its newest
     /// version when this is older than `version`.
@@ -72,7 +76,8 @@ pub(super) fn read_range(file: PathBuf, offset: u64, bytes: &[u8]) -> DamagedRan
             range.unreadable_records += 1;
             break;
         };
-        if header.kind == RecordKind::Data {
+        // `Abort` and `SegmentEnd` records carry no payload: one that does had its kind hit.
+        if header.kind == RecordKind::Data || header.payload_length > 0 {
             match crate::record::decode(payload) {
                 Ok(decoded) => add_items(&mut range.items, header.version, decoded),
                 Err(_) => range.unreadable_records += 1,
@@ -83,14 +88,16 @@ pub(super) fn read_range(file: PathBuf, offset: u64, bytes: &[u8]) -> DamagedRan
     range
 }
 
-fn add_items(items: &mut Vec<DamagedItem>, version: Version, decoded: DecodedRecord<'_>) {
+fn add_items(items: &mut Vec<DamagedItem>, record_version: Version, decoded: DecodedRecord<'_>) {
     let item = |container_id: u64, key: &[u8], version: Version| DamagedItem {
         container_id,
         container: None,
         key: key.to_vec(),
         version,
+        record_version,
         kept_version: None,
     };
+    let version = record_version;
     match decoded {
         DecodedRecord::Items(written) => items.extend(
             written
@@ -110,6 +117,7 @@ fn add_items(items: &mut Vec<DamagedItem>, version: Version, decoded: DecodedRec
 /// Names each damaged item's container and finds the version the rest of the log keeps of it,
 /// from the index and catalog a replay of the good records built.
 pub(super) fn resolve(ranges: &mut [DamagedRange], index: &Index, catalog: &Catalog) {
+    ranges.iter_mut().for_each(drop_hit_headers);
     let guard = crossbeam_epoch::pin();
     for item in ranges.iter_mut().flat_map(|range| range.items.iter_mut()) {
         let incarnation = catalog.by_id(item.container_id);
@@ -127,6 +135,26 @@ pub(super) fn resolve(ranges: &mut [DamagedRange], index: &Index, catalog: &Cata
             })
             .map(|version| version.version);
     }
+}
+
+/// Drops the items of records whose versions the range's bounds rule out (their headers were
+/// hit, so their versions are not the items'), and counts each such record as unreadable.
+fn drop_hit_headers(range: &mut DamagedRange) {
+    let (first, last) = (range.first_version, range.last_version);
+    let possible = |item: &DamagedItem| {
+        item.version <= item.record_version
+            && first.is_none_or(|first| first <= item.record_version)
+            && last.is_none_or(|last| item.record_version <= last)
+    };
+    let mut hit_records: Vec<Version> = range
+        .items
+        .iter()
+        .filter(|item| !possible(item))
+        .map(|item| item.record_version)
+        .collect();
+    hit_records.dedup();
+    range.unreadable_records += hit_records.len() as u64;
+    range.items.retain(possible);
 }
 
 /// Items live at `now` in a replayed index: what a store built from the same records holds.

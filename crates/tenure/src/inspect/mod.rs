@@ -31,7 +31,7 @@ use crate::storage::{FileStorage, Storage};
 use crate::types::Version;
 
 pub use damage::{DamagedItem, DamagedRange};
-pub use repair::{repair, RepairReport};
+pub use repair::{repair, RecoveredContainer, RepairReport};
 
 /// Progress is reported at least every this many bytes scanned.
 const PROGRESS_STEP_BYTES: u64 = 1 << 20;

@@ -1,9 +1,11 @@
 //! Repair: salvage every record that checks out into a fresh log, and swap it in.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{load, scan, GoodRecord, ReplayCheck, VerifyReport};
+use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::log::placement::place;
 use crate::log::record::{self, RecordHeader, RecordKind, HEADER_BYTES};
@@ -16,6 +18,18 @@ use crate::types::Version;
 /// scan needs consecutive versions, and a `SegmentEnd` must announce the expected one), and
 /// refuses a hole of more versions than this.
 const MAX_VERSION_GAP: u64 = 1 << 24;
+
+/// Names tried for one recovered container before it stays lost.
+const MAX_RECOVERED_NAME_ATTEMPTS: u32 = 100;
+
+/// A container whose create record was lost to damage while records of its items survived.
+/// Repair creates it again at its original id (a lost version), under a name of its own, so
+/// its items stay reachable: `lost+found-<id>`, or `lost+found-<id>-<n>` when that is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredContainer {
+    pub id: u64,
+    pub name: String,
+}
 
 /// What [`repair`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,6 +50,9 @@ pub struct RepairReport {
     /// delete), or gone. Versions of records that could not be read at all are counted in
     /// `before.versions_lost`.
     pub items_lost: Vec<crate::inspect::DamagedItem>,
+    /// Containers created again under a new name because damage took their create record;
+    /// their items are kept in them.
+    pub containers_recovered: Vec<RecoveredContainer>,
 }
 
 /// Writes a fresh log: records at their versions, `Abort`s for lost versions, segments as the
@@ -48,6 +65,8 @@ struct LogWriter {
     generation: u32,
     current: Option<(u64, u64, Arc<dyn StorageFile>)>,
     written: Vec<(String, Arc<dyn StorageFile>)>,
+    /// Payloads written at lost versions instead of `Abort`s: recovered containers' creates.
+    recreated: BTreeMap<Version, Vec<u8>>,
 }
 
 impl LogWriter {
@@ -127,7 +146,10 @@ impl LogWriter {
             return Err(Error::corruption(path, self.tail, reason));
         }
         for lost in from..version {
-            self.append(lost, RecordKind::Abort, &[])?;
+            match self.recreated.remove(&lost) {
+                Some(payload) => self.append(lost, RecordKind::Data, &payload)?,
+                None => self.append(lost, RecordKind::Abort, &[])?,
+            }
         }
         Ok(())
     }
@@ -141,6 +163,58 @@ impl LogWriter {
         }
         self.append(version, RecordKind::Data, record.payload)
     }
+}
+
+/// The containers whose create record a damaged range held (their id, the create's version,
+/// lies within the range's bounds) while items of theirs survived. Each is created again in
+/// `replay`, so its items count as kept.
+fn recover_containers(report: &VerifyReport, replay: &ReplayCheck) -> Vec<RecoveredContainer> {
+    // A log that still has its first segment starts at version 1; a later first segment
+    // starts after versions compaction removed, which a damaged range cannot be said to hold.
+    let log_start = (report.first_slot == 0).then_some(1);
+    let lost_to_damage = |id: Version| {
+        report.damaged.iter().any(|range| {
+            range
+                .first_version
+                .or(log_start)
+                .is_some_and(|first| first <= id)
+                && range.last_version.is_none_or(|last| id <= last)
+        })
+    };
+    let mut recovered = Vec::new();
+    for id in replay.catalog.placeholder_ids() {
+        if !lost_to_damage(id) {
+            continue;
+        }
+        let Some(name) = (1..=MAX_RECOVERED_NAME_ATTEMPTS)
+            .map(|attempt| match attempt {
+                1 => format!("lost+found-{id}"),
+                _ => format!("lost+found-{id}-{attempt}"),
+            })
+            .find(|name| replay.catalog.live(name).is_none())
+        else {
+            continue;
+        };
+        let container = RecoveredContainer { id, name };
+        let payload = recreate_payload(&container, replay.now);
+        let verdict = replay.check(&GoodRecord {
+            header: RecordHeader {
+                payload_length: payload.len() as u32,
+                version: id,
+                generation: 0,
+                kind: RecordKind::Data,
+            },
+            payload: &payload,
+            global_offset: 0,
+        });
+        debug_assert!(verdict.is_none(), "a recovered container's create replays");
+        recovered.push(container);
+    }
+    recovered
+}
+
+fn recreate_payload(container: &RecoveredContainer, now: Timestamp) -> Vec<u8> {
+    crate::record::encode_container_create(&container.name, None, &[], now)
 }
 
 fn rename(from: &Path, to: &Path) -> Result<()> {
@@ -168,6 +242,7 @@ pub fn repair(
         progress,
         &mut |record| Ok(replay.check(record)),
     )?;
+    let containers_recovered = recover_containers(&loaded.report, &replay);
     super::damage::resolve(&mut loaded.report.damaged, &replay.index, &replay.catalog);
     let items_lost: Vec<_> = loaded
         .report
@@ -201,10 +276,15 @@ pub fn repair(
         storage,
         slot_size: superblock.segment_size_bytes,
         tail: superblock.first_slot * superblock.segment_size_bytes,
-        next_version: None,
+        // A log that keeps its first segment starts at version 1, whatever damage took.
+        next_version: (before.first_slot == 0).then_some(1),
         generation: 0,
         current: None,
         written: Vec::new(),
+        recreated: containers_recovered
+            .iter()
+            .map(|container| (container.id, recreate_payload(container, replay.now)))
+            .collect(),
     };
     // The second pass decides exactly as the first (same bytes, a fresh replay).
     let replay = ReplayCheck::new();
@@ -223,6 +303,11 @@ pub fn repair(
     // Versions a lost record may have taken are never handed out again (ETags, fences and
     // change-feed positions stay unique).
     writer.jump_to(loaded.next_version_bound)?;
+    // Each recovered container's id is a version a damaged range lost, so a gap filled it.
+    assert!(
+        writer.recreated.is_empty(),
+        "recovered containers' creates are written at lost versions"
+    );
     for (name, file) in &writer.written {
         file.sync_data()
             .map_err(|error| Error::io(staging.join(name), "fdatasync", error))?;
@@ -299,5 +384,6 @@ pub fn repair(
         backup_directory: Some(backup),
         items_kept,
         items_lost,
+        containers_recovered,
     })
 }
