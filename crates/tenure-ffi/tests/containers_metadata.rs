@@ -8,57 +8,8 @@ use std::ptr::{null, null_mut};
 
 use tenure_ffi::*;
 
-struct Fixture {
-    store: *mut tenure_store,
-    directory: std::path::PathBuf,
-}
-
-impl Fixture {
-    fn new(name: &str) -> Fixture {
-        let directory =
-            std::env::temp_dir().join(format!("tenure-ffi-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&directory);
-        let path = CString::new(directory.to_str().unwrap()).unwrap();
-        let options = tenure_store_options {
-            durability: 1,
-            segment_size_bytes: 64 << 10,
-            disable_background_compaction: true,
-        };
-        let mut store = null_mut();
-        // SAFETY: valid arguments.
-        assert_eq!(
-            unsafe { tenure_store_open(path.as_ptr(), &options, &mut store) },
-            TENURE_OK
-        );
-        // SAFETY: a live store and a NUL-terminated name.
-        assert_eq!(
-            unsafe { tenure_container_create(store, c"items".as_ptr(), false, 0) },
-            TENURE_OK
-        );
-        Fixture { store, directory }
-    }
-
-    fn version(&self) -> u64 {
-        let mut version = 0;
-        // SAFETY: a live store.
-        assert_eq!(
-            unsafe { tenure_store_version(self.store, &mut version) },
-            TENURE_OK
-        );
-        version
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        // SAFETY: the store handle is live until here.
-        unsafe {
-            assert_eq!(tenure_store_close(self.store), TENURE_OK);
-            assert_eq!(tenure_store_free(self.store), TENURE_OK);
-        }
-        let _ = std::fs::remove_dir_all(&self.directory);
-    }
-}
+mod common;
+use common::Fixture;
 
 fn text(bytes: &[c_char]) -> String {
     // SAFETY: the library NUL-terminates every fixed-size text output.
@@ -109,7 +60,7 @@ const OTHER_ID: &CStr = c"3f2504e0-4f89-11d3-9a0c-0305e82c3301";
 
 #[test]
 fn a_leased_container_is_deleted_only_with_its_lease_id() {
-    let fixture = Fixture::new("container-lease");
+    let fixture = Fixture::new("test", "container-lease");
     let store = fixture.store;
     let mut lease = new_lease();
     let mut info = new_lease_info();
@@ -172,7 +123,7 @@ fn a_leased_container_is_deleted_only_with_its_lease_id() {
 
 #[test]
 fn bad_container_lease_and_metadata_arguments_change_nothing() {
-    let fixture = Fixture::new("bad-container");
+    let fixture = Fixture::new("test", "bad-container");
     let store = fixture.store;
     let before = fixture.version();
     let bad_utf8: &[u8] = b"\xff\xfe\0";
@@ -330,7 +281,7 @@ fn entry_of(name: &'static CStr, value: &'static CStr) -> tenure_metadata_entry 
 
 #[test]
 fn set_metadata_with_a_stale_etag_reports_the_current_one_and_get_if_newer_follows_versions() {
-    let fixture = Fixture::new("metadata");
+    let fixture = Fixture::new("test", "metadata");
     let store = fixture.store;
     let key = b"doc";
     let mut stale: [c_char; TENURE_ETAG_SIZE] = [0; TENURE_ETAG_SIZE];
@@ -451,7 +402,7 @@ fn set_metadata_with_a_stale_etag_reports_the_current_one_and_get_if_newer_follo
 
 #[test]
 fn compaction_snapshot_listing_and_waiting() {
-    let fixture = Fixture::new("compact");
+    let fixture = Fixture::new("test", "compact");
     let store = fixture.store;
     let value = [7u8; 4096];
     // SAFETY: valid arguments throughout.
@@ -597,7 +548,7 @@ fn properties_of(store: *mut tenure_store, key: &[u8]) -> (Vec<u8>, Vec<u8>) {
 
 #[test]
 fn a_write_sets_value_content_type_and_metadata_at_once_and_bad_ones_change_nothing() {
-    let fixture = Fixture::new("write-properties");
+    let fixture = Fixture::new("test", "write-properties");
     let store = fixture.store;
     let entries = [entry_of(c"color", c"blue"), entry_of(c"size", c"L")];
     let mut properties = tenure_write_properties {
@@ -699,7 +650,7 @@ fn a_write_sets_value_content_type_and_metadata_at_once_and_bad_ones_change_noth
 
 #[test]
 fn a_lease_acquired_with_a_holder_reports_it() {
-    let fixture = Fixture::new("lease-holder");
+    let fixture = Fixture::new("test", "lease-holder");
     let store = fixture.store;
     let mut lease = new_lease();
     let mut info = new_lease_info();

@@ -2,41 +2,15 @@
 //! options structs' size rules, and the zero-copy reads, called from Rust the way C calls them
 //! (so `scripts/asan-tests.sh` runs them under AddressSanitizer).
 
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
 
 use tenure_ffi::*;
 
-struct Fixture {
-    store: *mut tenure_store,
-    directory: std::path::PathBuf,
-}
+mod common;
+use common::Fixture;
 
 impl Fixture {
-    fn new(name: &str) -> Fixture {
-        let directory =
-            std::env::temp_dir().join(format!("tenure-ffi-options-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&directory);
-        let path = CString::new(directory.to_str().unwrap()).unwrap();
-        let options = tenure_store_options {
-            durability: 1,
-            segment_size_bytes: 64 << 10,
-            disable_background_compaction: true,
-        };
-        let mut store = null_mut();
-        // SAFETY: valid arguments.
-        assert_eq!(
-            unsafe { tenure_store_open(path.as_ptr(), &options, &mut store) },
-            TENURE_OK
-        );
-        // SAFETY: a live store and a NUL-terminated name.
-        assert_eq!(
-            unsafe { tenure_container_create(store, c"items".as_ptr(), false, 0) },
-            TENURE_OK
-        );
-        Fixture { store, directory }
-    }
-
     fn write(
         &self,
         key: &[u8],
@@ -56,27 +30,6 @@ impl Fixture {
                 null_mut(),
             )
         }
-    }
-
-    fn version(&self) -> u64 {
-        let mut version = 0;
-        // SAFETY: a live store.
-        assert_eq!(
-            unsafe { tenure_store_version(self.store, &mut version) },
-            TENURE_OK
-        );
-        version
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        // SAFETY: the store handle is live until here.
-        unsafe {
-            assert_eq!(tenure_store_close(self.store), TENURE_OK);
-            assert_eq!(tenure_store_free(self.store), TENURE_OK);
-        }
-        let _ = std::fs::remove_dir_all(&self.directory);
     }
 }
 
@@ -118,7 +71,7 @@ fn etag_text(etag: &tenure_etag) -> String {
 
 #[test]
 fn reading_the_error_state_never_changes_it() {
-    let fixture = Fixture::new("state");
+    let fixture = Fixture::new("options", "state");
     // SAFETY: a NULL key with a length: refused before anything is read.
     let status = unsafe {
         tenure_store_write(
@@ -202,7 +155,7 @@ fn reading_the_error_state_never_changes_it() {
 
 #[test]
 fn options_structs_are_checked_by_size() {
-    let fixture = Fixture::new("sizes");
+    let fixture = Fixture::new("options", "sizes");
     let before = fixture.version();
     let mut options = write_options();
     options.struct_size = 0;
@@ -247,7 +200,7 @@ extern "C" fn count(context: *mut c_void, view: *const tenure_view) {
 
 #[test]
 fn views_lend_the_mapped_bytes() {
-    let fixture = Fixture::new("views");
+    let fixture = Fixture::new("options", "views");
     let value = vec![9u8; 3000];
     assert_eq!(fixture.write(b"k", &value, null()), TENURE_OK);
     let mut seen = 0usize;
