@@ -420,9 +420,23 @@ fn check_after_reopen(store: &Store, expected: &[Expected], counts: &Counts) {
     }
 }
 
-fn median(values: &mut [u64]) -> u64 {
-    values.sort_unstable();
-    values.get(values.len() / 2).copied().unwrap_or(0)
+/// The line `intercept + slope * x` closest to `points` (least squares); flat through the
+/// mean when there are fewer than two distinct x.
+fn least_squares(points: &[(f64, f64)]) -> (f64, f64) {
+    let count = points.len().max(1) as f64;
+    let mean_x = points.iter().map(|point| point.0).sum::<f64>() / count;
+    let mean_y = points.iter().map(|point| point.1).sum::<f64>() / count;
+    let spread: f64 = points.iter().map(|point| (point.0 - mean_x).powi(2)).sum();
+    let covariance: f64 = points
+        .iter()
+        .map(|point| (point.0 - mean_x) * (point.1 - mean_y))
+        .sum();
+    let slope = if spread > 0.0 {
+        covariance / spread
+    } else {
+        0.0
+    };
+    (mean_y - slope * mean_x, slope)
 }
 
 struct Sample {
@@ -431,8 +445,10 @@ struct Sample {
     heap_bytes: u64,
 }
 
-/// One memory figure over the run: the median of the first 10 s after warm-up against the
-/// median of the last 10 s (medians, so one sample taken mid-compaction does not decide it).
+/// One memory figure over the run: the least-squares line through every sample after warm-up,
+/// read at the end of warm-up and at the end of the run. The heap is a sawtooth (compaction
+/// frees and allocates in bursts); a trend fitted to all samples measures a leak, where two
+/// short windows would let where the teeth fall decide it.
 struct Growth {
     after_warmup_bytes: u64,
     end_bytes: u64,
@@ -447,31 +463,26 @@ impl Growth {
         elapsed: Duration,
         figure: impl Fn(&Sample) -> u64,
     ) -> Growth {
-        let window = Duration::from_secs(10);
-        let mut after_warmup: Vec<u64> = samples
+        let points: Vec<(f64, f64)> = samples
             .iter()
-            .filter(|sample| sample.at >= warmup && sample.at < warmup + window)
-            .map(&figure)
+            .filter(|sample| sample.at >= warmup)
+            .map(|sample| (sample.at.as_secs_f64(), figure(sample) as f64))
             .collect();
-        let mut last: Vec<u64> = samples
-            .iter()
-            .filter(|sample| sample.at + window >= elapsed)
-            .map(&figure)
-            .collect();
-        let after_warmup_bytes = median(&mut after_warmup);
-        let end_bytes = median(&mut last);
+        let (intercept, slope) = least_squares(&points);
+        let at = |time: Duration| (intercept + slope * time.as_secs_f64()).max(0.0);
+        let (after_warmup, end) = (at(warmup), at(elapsed));
         Growth {
-            after_warmup_bytes,
-            end_bytes,
+            after_warmup_bytes: after_warmup as u64,
+            end_bytes: end as u64,
             peak_bytes: samples.iter().map(&figure).max().unwrap_or(0),
-            percent: (end_bytes as f64 / after_warmup_bytes.max(1) as f64 - 1.0) * 100.0,
+            percent: (end / after_warmup.max(1.0) - 1.0) * 100.0,
         }
     }
 
     fn describe(&self) -> String {
         let mebibytes = |bytes: u64| bytes as f64 / (1 << 20) as f64;
         format!(
-            "{:.1} MiB after warm-up, {:.1} MiB at the end, peak {:.1} MiB: growth {:+.1} %",
+            "{:.1} MiB after warm-up, {:.1} MiB at the end (least-squares trend), peak {:.1} MiB: growth {:+.1} %",
             mebibytes(self.after_warmup_bytes),
             mebibytes(self.end_bytes),
             mebibytes(self.peak_bytes),
@@ -601,5 +612,26 @@ fn main() -> ExitCode {
             eprintln!("soak: the store failed: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::least_squares;
+
+    #[test]
+    fn least_squares_finds_a_line_through_noise() {
+        // y = 100 + 2x with alternating noise of ±30: the noise cancels, the trend stays.
+        let points: Vec<(f64, f64)> = (0..100)
+            .map(|x| {
+                let noise = if x % 2 == 0 { 30.0 } else { -30.0 };
+                (x as f64, 100.0 + 2.0 * x as f64 + noise)
+            })
+            .collect();
+        let (intercept, slope) = least_squares(&points);
+        assert!((slope - 2.0).abs() < 0.05, "slope {slope}");
+        assert!((intercept - 100.0).abs() < 3.0, "intercept {intercept}");
+        assert_eq!(least_squares(&[(5.0, 7.0)]), (7.0, 0.0));
+        assert_eq!(least_squares(&[]), (0.0, 0.0));
     }
 }
