@@ -44,37 +44,31 @@ pub unsafe extern "C" fn tenure_store_open(
     store_out: *mut *mut tenure_store,
 ) -> tenure_status {
     guard(|| {
-        // SAFETY: documented contract: NUL-terminated.
-        let path = unsafe { text("path", path) }?;
-        out("store_out", store_out)?;
-        if path.is_empty() {
-            return Err(invalid("path", "is empty"));
-        }
-        let mut store_options = StoreOptions::default();
-        // SAFETY: NULL or a valid struct.
-        if let Some(options) = unsafe { options.as_ref() } {
-            store_options.durability = match options.durability {
-                0 => Durability::Sync,
-                1 => Durability::Buffered,
-                other => {
-                    return Err(invalid(
-                        "options.durability",
-                        format!("must be 0 (sync) or 1 (buffered), not {other}"),
-                    ))
+        let store_options = || {
+            let mut store_options = StoreOptions::default();
+            // SAFETY: NULL or a valid struct.
+            if let Some(options) = unsafe { options.as_ref() } {
+                store_options.durability = match options.durability {
+                    0 => Durability::Sync,
+                    1 => Durability::Buffered,
+                    other => {
+                        return Err(invalid(
+                            "options.durability",
+                            format!("must be 0 (sync) or 1 (buffered), not {other}"),
+                        ))
+                    }
+                };
+                if options.segment_size_bytes != 0 {
+                    store_options.segment_size_bytes = options.segment_size_bytes;
                 }
-            };
-            if options.segment_size_bytes != 0 {
-                store_options.segment_size_bytes = options.segment_size_bytes;
+                if options.disable_background_compaction {
+                    store_options.background_compaction_interval = None;
+                }
             }
-            if options.disable_background_compaction {
-                store_options.background_compaction_interval = None;
-            }
-        }
-        let store = Store::open(path, store_options)?;
-        let handle = handles::register(Object::Store(Some(Arc::new(store))))?;
-        // SAFETY: checked non-NULL.
-        unsafe { *store_out = handle as *mut tenure_store };
-        Ok(())
+            Ok(store_options)
+        };
+        // SAFETY: the caller's contract.
+        unsafe { open_store(path, store_out, store_options) }
     })
 }
 
@@ -89,24 +83,40 @@ pub unsafe extern "C" fn tenure_store_open_with(
     store_out: *mut *mut tenure_store,
 ) -> tenure_status {
     guard(|| {
-        // SAFETY: documented contract: NUL-terminated.
-        let path = unsafe { text("path", path) }?;
-        out("store_out", store_out)?;
-        if path.is_empty() {
-            return Err(invalid("path", "is empty"));
-        }
-        // SAFETY: NULL or a struct of its declared size.
-        let options = unsafe { options_in("options", "TENURE_OPEN_OPTIONS_INIT", options) }?;
-        let store_options = match options {
-            Some(options) => open_options(&options)?,
-            None => StoreOptions::default(),
+        let store_options = || {
+            // SAFETY: NULL or a struct of its declared size.
+            let options = unsafe { options_in("options", "TENURE_OPEN_OPTIONS_INIT", options) }?;
+            match options {
+                Some(options) => open_options(&options),
+                None => Ok(StoreOptions::default()),
+            }
         };
-        let store = Store::open(path, store_options)?;
-        let handle = handles::register(Object::Store(Some(Arc::new(store))))?;
-        // SAFETY: checked non-NULL.
-        unsafe { *store_out = handle as *mut tenure_store };
-        Ok(())
+        // SAFETY: the caller's contract.
+        unsafe { open_store(path, store_out, store_options) }
     })
+}
+
+/// What both opens share: the path and the out-param checked first (in that order), then
+/// the options read, the store opened and its handle written to `store_out` on success.
+///
+/// # Safety
+/// `path` NULL or NUL-terminated; `store_out` NULL or writable.
+unsafe fn open_store(
+    path: *const c_char,
+    store_out: *mut *mut tenure_store,
+    store_options: impl FnOnce() -> Result<StoreOptions, Fail>,
+) -> Result<(), Fail> {
+    // SAFETY: documented contract: NUL-terminated.
+    let path = unsafe { text("path", path) }?;
+    out("store_out", store_out)?;
+    if path.is_empty() {
+        return Err(invalid("path", "is empty"));
+    }
+    let store = Store::open(path, store_options()?)?;
+    let handle = handles::register(Object::Store(Some(Arc::new(store))))?;
+    // SAFETY: checked non-NULL.
+    unsafe { *store_out = handle as *mut tenure_store };
+    Ok(())
 }
 
 /// The engine's options for `options`, each field checked.
