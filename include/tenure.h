@@ -175,6 +175,11 @@ typedef enum {
    */
   TENURE_ERR_BUSY = 506,
   /*
+   The disk or the store's quota is full: the write was refused and nothing changed;
+   reads, deletes and compaction go on, and writes succeed again once space is freed.
+   */
+  TENURE_ERR_STORAGE_FULL = 507,
+  /*
    tenure panicked; the message says where. Nothing unwinds into C.
    */
   TENURE_ERR_PANIC = 900,
@@ -488,6 +493,16 @@ typedef struct {
    with TENURE_ERR_READ_ONLY. 0 = read and write.
    */
   uint32_t read_only;
+  /*
+   The most bytes the store's segment files may take on disk: a write that needs more
+   fails with TENURE_ERR_STORAGE_FULL, as on a full disk. 0 = no quota.
+   */
+  uint64_t quota_bytes;
+  /*
+   Bytes of free disk that writes which add data leave for deletes and compaction
+   (docs/spec.md §11). 0 = the default: two segments, at least 8 MiB.
+   */
+  uint64_t space_reserve_bytes;
 } tenure_open_options;
 
 /*

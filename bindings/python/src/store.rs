@@ -262,6 +262,24 @@ fn store_options(
                     Some(positive("change_feed_retention_bytes")?)
                 }
             }
+            "quota_bytes" => {
+                store_options.quota_bytes = if value.is_none() {
+                    None
+                } else {
+                    Some(positive("quota_bytes")?)
+                }
+            }
+            "space_reserve_bytes" => {
+                store_options.space_reserve_bytes = if value.is_none() {
+                    None
+                } else {
+                    Some(convert::count(
+                        "space_reserve_bytes",
+                        &value,
+                        u64::MAX >> 1,
+                    )?)
+                }
+            }
             other => {
                 return Err(PyTypeError::new_err(format!(
                     "open() got an unexpected keyword argument '{other}'"
@@ -437,6 +455,32 @@ impl Store {
         result.set_item("deferred_by_snapshot", report.deferred_by_snapshot)?;
         result.set_item("retained_for_change_feed", report.retained_for_change_feed)?;
         result.set_item("deferred_by_writes", report.deferred_by_writes)?;
+        Ok(result)
+    }
+
+    /// What the store holds and how full it is: items, versions, segments, bytes (log, live,
+    /// dead, allocated), and the space state — ``storage_full`` (writes that add data raise
+    /// StorageFull), ``free_bytes`` (None where the system cannot tell), ``reserve_bytes``,
+    /// ``quota_bytes`` (None: no quota) and ``store_bytes``.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.handle.run(py, |store| store.stats())?;
+        let result = PyDict::new(py);
+        result.set_item("version", stats.version)?;
+        result.set_item("items", stats.items)?;
+        result.set_item("item_versions", stats.item_versions)?;
+        result.set_item("segments", stats.segments)?;
+        result.set_item("segment_size_bytes", stats.segment_size_bytes)?;
+        result.set_item("allocated_bytes", stats.allocated_bytes)?;
+        result.set_item("log_bytes", stats.log_bytes)?;
+        result.set_item("live_bytes", stats.live_bytes)?;
+        result.set_item("dead_bytes", stats.dead_bytes)?;
+        result.set_item("active_leases", stats.active_leases)?;
+        result.set_item("active_locks", stats.active_locks)?;
+        result.set_item("storage_full", stats.storage_full)?;
+        result.set_item("free_bytes", stats.free_bytes)?;
+        result.set_item("reserve_bytes", stats.reserve_bytes)?;
+        result.set_item("quota_bytes", stats.quota_bytes)?;
+        result.set_item("store_bytes", stats.store_bytes)?;
         Ok(result)
     }
 

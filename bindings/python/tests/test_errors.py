@@ -40,6 +40,7 @@ SPEC_CODES = {
     "Closed": 500,
     "UsedAfterFork": 500,
     "Busy": 503,
+    "StorageFull": 507,
     "Compacted": 410,
     "ReadOnly": 403,
 }
@@ -120,6 +121,10 @@ def scenarios(
         segment.write_bytes(bytes(data))
         return tenure.open(path)
 
+    def storage_full() -> object:
+        with tenure.open(tmp_path / "full", segment_size_bytes=1 << 20, quota_bytes=1) as full:
+            return full.create_container("c")
+
     def io() -> object:
         (tmp_path / "a-file").write_bytes(b"")
         return tenure.open(tmp_path / "a-file")
@@ -157,6 +162,7 @@ def scenarios(
         "Corruption": corrupt,
         "Io": io,
         "Closed": closed,
+        "StorageFull": storage_full,
     }
 
 

@@ -21,6 +21,7 @@ pub const EXIT_LOCKED: u8 = 4;
 pub const EXIT_CORRUPTION: u8 = 5;
 pub const EXIT_IO: u8 = 6;
 pub const EXIT_COMPACTED: u8 = 7;
+pub const EXIT_STORAGE_FULL: u8 = 8;
 
 /// How to print.
 pub struct Output {
@@ -179,6 +180,7 @@ impl From<Error> for CliError {
             ErrorCode::Corruption => EXIT_CORRUPTION,
             ErrorCode::Io | ErrorCode::Closed | ErrorCode::UsedAfterFork => EXIT_IO,
             ErrorCode::Compacted => EXIT_COMPACTED,
+            ErrorCode::StorageFull => EXIT_STORAGE_FULL,
             _ => EXIT_PROBLEMS,
         };
         let oldest_available = match &error {
@@ -254,11 +256,22 @@ pub fn store_exists(directory: &Path) -> bool {
     directory.join("superblock").is_file()
 }
 
+/// The space options given on the command line (`--quota-bytes`, `--space-reserve-bytes`),
+/// set once before any command runs.
+static SPACE_OPTIONS: std::sync::OnceLock<(Option<u64>, Option<u64>)> = std::sync::OnceLock::new();
+
+pub fn set_space_options(quota_bytes: Option<u64>, space_reserve_bytes: Option<u64>) {
+    let _ = SPACE_OPTIONS.set((quota_bytes, space_reserve_bytes));
+}
+
 /// Options the tool opens stores with: no background compaction (a short-lived process;
-/// `tenure compact` compacts on demand).
+/// `tenure compact` compacts on demand), and the space options of the command line.
 pub fn store_options() -> StoreOptions {
+    let (quota_bytes, space_reserve_bytes) = SPACE_OPTIONS.get().copied().unwrap_or_default();
     StoreOptions {
         background_compaction_interval: None,
+        quota_bytes,
+        space_reserve_bytes,
         ..StoreOptions::default()
     }
 }

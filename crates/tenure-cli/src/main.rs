@@ -36,6 +36,8 @@ Exit codes:
      printed), or the store cannot be used from this process
   7  Compacted (410): `changes --since V` asked for history compaction removed; the oldest
      available version is printed (resume from it)
+  8  StorageFull (507): the disk (or --quota-bytes) has no room for the write; nothing changed.
+     Deletes and `tenure compact` still work and free space; `tenure stat` shows it
 
 Errors print the code name of docs/spec.md §12, its status, the container and key they concern,
 one line of explanation and the item's current ETag where the engine reports one, on stderr;
@@ -52,6 +54,14 @@ struct Cli {
     /// Never draw progress bars (they are drawn on stderr only when it is a terminal).
     #[arg(long, global = true)]
     no_progress: bool,
+    /// The most bytes the store's segment files may take: a write that adds data past it
+    /// fails with StorageFull (exit 8), as on a full disk (docs/spec.md §11).
+    #[arg(long, global = true, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    quota_bytes: Option<u64>,
+    /// Bytes of free disk that writes adding data leave for deletes and compaction
+    /// (default: two segments, at least 8 MiB).
+    #[arg(long, global = true, value_name = "BYTES")]
+    space_reserve_bytes: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -109,6 +119,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         json: cli.json,
         progress: !cli.no_progress && !cli.json,
     };
+    common::set_space_options(cli.quota_bytes, cli.space_reserve_bytes);
     match cli.command {
         Command::Demo(args) => demo::run(&args, &output),
         Command::Stat(args) => stat::run(&args, &output),

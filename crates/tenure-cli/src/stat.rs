@@ -92,6 +92,11 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
             "dead_bytes": stats.dead_bytes,
             "active_leases": stats.active_leases,
             "active_locks": stats.active_locks,
+            "storage_full": stats.storage_full,
+            "free_bytes": stats.free_bytes,
+            "reserve_bytes": stats.reserve_bytes,
+            "quota_bytes": stats.quota_bytes,
+            "store_bytes": stats.store_bytes,
         }));
         return common::ok();
     }
@@ -113,6 +118,22 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
     println!("dead bytes:     {}", stats.dead_bytes);
     println!("active leases:  {}", stats.active_leases);
     println!("active locks:   {}", stats.active_locks);
+    println!(
+        "space:          {}; {} bytes free, {} held in reserve for deletes and compaction, \
+         quota {}",
+        if stats.storage_full {
+            "FULL: writes that add data fail with StorageFull (delete, then compact)"
+        } else {
+            "writes accepted"
+        },
+        stats
+            .free_bytes
+            .map_or("unknown".to_owned(), |free| free.to_string()),
+        stats.reserve_bytes,
+        stats
+            .quota_bytes
+            .map_or("none".to_owned(), |quota| format!("{quota} bytes")),
+    );
     if !stats.containers.is_empty() {
         println!();
         println!(

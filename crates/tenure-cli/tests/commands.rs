@@ -940,3 +940,38 @@ fn compact_keeps_the_change_feed_it_is_asked_to_keep() {
     assert_eq!(all.stdout.lines().count(), 1 + 160, "{}", all.stdout);
     tenure(&["compact", &dir, "--change-feed-retention-bytes", "0"]).expect(2);
 }
+
+/// `--quota-bytes`: a write that needs space past the quota fails with StorageFull (exit 8)
+/// and changes nothing; `stat` shows the full state; deletes and compaction still work.
+#[test]
+fn a_full_quota_refuses_puts_with_exit_8_and_stat_shows_it() {
+    let dir = scratch("quota").join("store");
+    let dir = text(&dir);
+    tenure(&["container", "create", &dir, "c"]).expect(0);
+    tenure(&["put", &dir, "c", "small", "fits"]).expect(0);
+    let large = scratch("quota-value").join("large");
+    std::fs::write(&large, vec![7u8; 16 << 20]).unwrap();
+    let refused = tenure(&[
+        "--quota-bytes",
+        "1",
+        "put",
+        &dir,
+        "c",
+        "large",
+        "--value-file",
+        &text(&large),
+    ])
+    .expect(8);
+    assert!(refused.stderr.contains("StorageFull"), "{}", refused.stderr);
+    tenure(&["get", &dir, "c", "large"]).expect(1);
+    let stat = tenure(&["--quota-bytes", "1", "--json", "stat", &dir])
+        .expect(0)
+        .json();
+    assert_eq!(stat["storage_full"], true);
+    assert_eq!(stat["quota_bytes"], 1);
+    let stat = tenure(&["stat", &dir]).expect(0);
+    assert!(stat.stdout.contains("writes accepted"), "{}", stat.stdout);
+    tenure(&["--quota-bytes", "1", "delete", &dir, "c", "small"]).expect(0);
+    tenure(&["--quota-bytes", "1", "compact", &dir]).expect(0);
+    tenure(&["--quota-bytes", "0", "stat", &dir]).expect(2);
+}

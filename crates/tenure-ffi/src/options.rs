@@ -155,7 +155,17 @@ pub struct tenure_open_options {
     /// or on files this process cannot write. No lock, nothing written; every write fails
     /// with TENURE_ERR_READ_ONLY. 0 = read and write.
     pub read_only: u32,
+    /// The most bytes the store's segment files may take on disk: a write that needs more
+    /// fails with TENURE_ERR_STORAGE_FULL, as on a full disk. 0 = no quota.
+    pub quota_bytes: u64,
+    /// Bytes of free disk that writes which add data leave for deletes and compaction
+    /// (docs/spec.md §11). 0 = the default: two segments, at least 8 MiB.
+    pub space_reserve_bytes: u64,
 }
+
+/// The size of `tenure_open_options` before `quota_bytes` and `space_reserve_bytes`: a program
+/// built with that header still opens stores (the fields it lacks read as 0).
+pub(crate) const OPEN_OPTIONS_FIRST_SIZE: usize = 40;
 
 /// The longest options struct the library accepts, so a garbage `struct_size` is refused
 /// before any byte past the known struct is read.
@@ -171,10 +181,26 @@ pub(crate) unsafe fn options_in<T: Copy>(
     initialiser: &'static str,
     options: *const T,
 ) -> Result<Option<T>, Fail> {
+    // SAFETY: the caller's contract.
+    unsafe { options_in_since(argument, initialiser, options, std::mem::size_of::<T>()) }
+}
+
+/// `options_in` for a struct that grew: a `struct_size` from `oldest_size` (the first
+/// published size) up to this library's is accepted too, the fields past it read as zero.
+///
+/// # Safety
+/// As `options_in`; `T` is a plain C struct for which all-zero bytes are a valid value.
+pub(crate) unsafe fn options_in_since<T: Copy>(
+    argument: &'static str,
+    initialiser: &'static str,
+    options: *const T,
+    oldest_size: usize,
+) -> Result<Option<T>, Fail> {
     if options.is_null() {
         return Ok(None);
     }
     let known = std::mem::size_of::<T>();
+    debug_assert!(oldest_size <= known);
     // SAFETY: non-NULL; every options struct starts with its u32 size.
     let declared = unsafe { options.cast::<u32>().read_unaligned() };
     if declared == 0 {
@@ -182,6 +208,19 @@ pub(crate) unsafe fn options_in<T: Copy>(
             argument,
             format!("has struct_size 0: declare it with {initialiser}"),
         ));
+    }
+    if (oldest_size..known).contains(&(declared as usize)) {
+        let mut copy = std::mem::MaybeUninit::<T>::zeroed();
+        // SAFETY: `declared` readable bytes (the caller's contract), fewer than T's; all-zero
+        // is a valid T, so the copy is one with its newer fields zero.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                options.cast::<u8>(),
+                copy.as_mut_ptr().cast::<u8>(),
+                declared as usize,
+            );
+            return Ok(Some(copy.assume_init()));
+        }
     }
     if (declared as usize) < known || declared > MAX_STRUCT_SIZE {
         return Err(size_refused(
@@ -282,11 +321,15 @@ mod tests {
             ),
             (
                 size_of::<tenure_open_options>(),
-                offset_of!(tenure_open_options, read_only) + size_of::<u32>(),
+                offset_of!(tenure_open_options, space_reserve_bytes) + size_of::<u64>(),
             ),
         ];
         for (index, (size, end)) in ends.into_iter().enumerate() {
             assert_eq!(size, end, "options struct {index}");
         }
+        assert_eq!(
+            OPEN_OPTIONS_FIRST_SIZE,
+            offset_of!(tenure_open_options, read_only) + size_of::<u32>()
+        );
     }
 }

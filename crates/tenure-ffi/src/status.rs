@@ -59,6 +59,9 @@ pub enum tenure_status {
     TENURE_ERR_USED_AFTER_FORK = 505,
     /// Gave up after too many concurrent writes to the same keys; nothing changed.
     TENURE_ERR_BUSY = 506,
+    /// The disk or the store's quota is full: the write was refused and nothing changed;
+    /// reads, deletes and compaction go on, and writes succeed again once space is freed.
+    TENURE_ERR_STORAGE_FULL = 507,
     // 9xx: the C boundary itself.
     /// tenure panicked; the message says where. Nothing unwinds into C.
     TENURE_ERR_PANIC = 900,
@@ -69,7 +72,7 @@ pub enum tenure_status {
 pub use tenure_status::*;
 
 /// Every status, in number order.
-pub(crate) const ALL_STATUSES: [tenure_status; 35] = [
+pub(crate) const ALL_STATUSES: [tenure_status; 36] = [
     TENURE_OK,
     TENURE_ERR_NOT_MODIFIED,
     TENURE_ERR_INVALID_ARGUMENT,
@@ -103,6 +106,7 @@ pub(crate) const ALL_STATUSES: [tenure_status; 35] = [
     TENURE_ERR_CLOSED,
     TENURE_ERR_USED_AFTER_FORK,
     TENURE_ERR_BUSY,
+    TENURE_ERR_STORAGE_FULL,
     TENURE_ERR_PANIC,
     TENURE_ERR_BUFFER_TOO_SMALL,
 ];

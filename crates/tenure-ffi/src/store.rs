@@ -1,6 +1,6 @@
 //! Store handles: open, close, free, flush, version.
 
-use crate::options::{options_in, tenure_open_options};
+use crate::options::{options_in_since, tenure_open_options, OPEN_OPTIONS_FIRST_SIZE};
 use crate::prelude::*;
 
 /// Options of `tenure_store_open`. Pass NULL for the defaults; zero-initialise and set fields.
@@ -85,7 +85,14 @@ pub unsafe extern "C" fn tenure_store_open_with(
     guard(|| {
         let store_options = || {
             // SAFETY: NULL or a struct of its declared size.
-            let options = unsafe { options_in("options", "TENURE_OPEN_OPTIONS_INIT", options) }?;
+            let options = unsafe {
+                options_in_since(
+                    "options",
+                    "TENURE_OPEN_OPTIONS_INIT",
+                    options,
+                    OPEN_OPTIONS_FIRST_SIZE,
+                )
+            }?;
             match options {
                 Some(options) => open_options(&options),
                 None => Ok(StoreOptions::default()),
@@ -142,6 +149,9 @@ fn open_options(options: &tenure_open_options) -> Result<StoreOptions, Fail> {
             .then_some(options.change_feed_retention_versions),
         change_feed_retention_bytes: (options.change_feed_retention_bytes != 0)
             .then_some(options.change_feed_retention_bytes),
+        quota_bytes: (options.quota_bytes != 0).then_some(options.quota_bytes),
+        space_reserve_bytes: (options.space_reserve_bytes != 0)
+            .then_some(options.space_reserve_bytes),
         ..StoreOptions::default()
     };
     if options.segment_size_bytes != 0 {

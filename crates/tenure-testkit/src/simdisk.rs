@@ -71,6 +71,9 @@ struct DiskState {
     locked: AtomicBool,
     faults: Mutex<Faults>,
     counters: Counters,
+    /// Pages allocated in all files, and the most the disk holds (`set_byte_budget`).
+    allocated_page_count: AtomicU64,
+    page_budget: AtomicU64,
 }
 
 /// A simulated directory. Clones share the same disk.
@@ -94,6 +97,8 @@ impl SimStorage {
                 locked: AtomicBool::new(false),
                 faults: Mutex::new(Faults::default()),
                 counters: Counters::default(),
+                allocated_page_count: AtomicU64::new(0),
+                page_budget: AtomicU64::new(u64::MAX),
             }),
         }
     }
@@ -108,6 +113,9 @@ impl SimStorage {
     }
 
     fn put_file(&self, name: &str, bytes: Vec<u8>) {
+        self.disk
+            .allocated_page_count
+            .fetch_add(bytes.len().div_ceil(PAGE_BYTES) as u64, Ordering::SeqCst);
         let file = Arc::new(SimFile {
             allocated_pages: Mutex::new(vec![true; bytes.len().div_ceil(PAGE_BYTES)]),
             durable: Mutex::new(bytes.clone()),
@@ -117,6 +125,19 @@ impl SimStorage {
             disk: Arc::downgrade(&self.disk),
         });
         self.disk.files.lock().insert(name.to_owned(), file);
+    }
+
+    /// Makes the disk hold at most `bytes` (whole 4 KiB pages) across its files: an
+    /// allocation or write that needs more fails with ENOSPC, as a full disk does, and
+    /// `free_bytes` reports what is left. `None` lifts the limit.
+    pub fn set_byte_budget(&self, bytes: Option<u64>) {
+        let pages = bytes.map_or(u64::MAX, |bytes| bytes / PAGE_BYTES as u64);
+        self.disk.page_budget.store(pages, Ordering::SeqCst);
+    }
+
+    /// Bytes allocated across the disk's files.
+    pub fn used_bytes(&self) -> u64 {
+        self.disk.allocated_page_count.load(Ordering::SeqCst) * PAGE_BYTES as u64
     }
 
     pub fn set_faults(&self, faults: Faults) {
@@ -255,12 +276,24 @@ impl SimFile {
         Ok(())
     }
 
-    /// Marks the pages of bytes `start..end` (inside the file) as allocated.
-    fn mark_allocated(&self, start: usize, end: usize) {
+    /// Marks the pages of bytes `start..end` (inside the file) as allocated, or fails with
+    /// ENOSPC, allocating nothing, when the disk's budget has no room for the new ones.
+    fn mark_allocated(&self, start: usize, end: usize) -> io::Result<()> {
+        let disk = self.disk()?;
         let mut pages = self.allocated_pages.lock();
-        pages[start / PAGE_BYTES..end.div_ceil(PAGE_BYTES)]
-            .iter_mut()
-            .for_each(|page| *page = true);
+        let range = start / PAGE_BYTES..end.div_ceil(PAGE_BYTES);
+        let new_pages = pages[range.clone()].iter().filter(|page| !**page).count() as u64;
+        let budget = disk.page_budget.load(Ordering::SeqCst);
+        let claimed =
+            disk.allocated_page_count
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                    (used + new_pages <= budget).then_some(used + new_pages)
+                });
+        if claimed.is_err() {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        pages[range].iter_mut().for_each(|page| *page = true);
+        Ok(())
     }
 
     /// Fails when a byte changed since the last sync lies in a page never allocated: on a
@@ -332,12 +365,31 @@ impl Storage for SimStorage {
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
-        self.disk
+        let file = self
+            .disk
             .files
             .lock()
             .remove(name)
-            .map(|_| ())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, name.to_owned()))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, name.to_owned()))?;
+        let pages = file
+            .allocated_pages
+            .lock()
+            .iter()
+            .filter(|page| **page)
+            .count();
+        self.disk
+            .allocated_page_count
+            .fetch_sub(pages as u64, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn free_bytes(&self) -> io::Result<Option<u64>> {
+        let budget = self.disk.page_budget.load(Ordering::SeqCst);
+        if budget == u64::MAX {
+            return Ok(None);
+        }
+        let used = self.disk.allocated_page_count.load(Ordering::SeqCst);
+        Ok(Some(budget.saturating_sub(used) * PAGE_BYTES as u64))
     }
 
     fn sync_directory(&self) -> io::Result<()> {
@@ -366,8 +418,7 @@ impl StorageFile for SimFile {
             return Err(eio("allocate"));
         }
         self.grow(offset + length)?;
-        self.mark_allocated(offset as usize, (offset + length) as usize);
-        Ok(())
+        self.mark_allocated(offset as usize, (offset + length) as usize)
     }
 
     fn grow_sparse(&self, length: u64) -> io::Result<()> {
@@ -402,9 +453,9 @@ impl StorageFile for SimFile {
                 "write past the allocated length",
             ));
         }
-        current[offset as usize..end].copy_from_slice(buffer);
         // A pwrite allocates what it writes (or fails with ENOSPC; it never faults).
-        self.mark_allocated(offset as usize, end);
+        self.mark_allocated(offset as usize, end)?;
+        current[offset as usize..end].copy_from_slice(buffer);
         Ok(())
     }
 

@@ -91,6 +91,7 @@ error_codes! {
     Closed = 500, 504, "the store was closed";
     UsedAfterFork = 500, 505, "the store was opened by another process and reached this one through fork(); open it here";
     Busy = 503, 506, "gave up after too many concurrent writes to the same keys; nothing changed; try again";
+    StorageFull = 507, 507, "the disk or the store's quota is full: the write was refused and nothing changed; reads, deletes and compaction go on, and writes succeed again once space is freed";
 }
 
 impl ErrorCode {
@@ -159,6 +160,21 @@ pub enum Error {
     /// The handle was opened in another process and reached this one through `fork()`: a
     /// forked child opens the store itself.
     UsedAfterFork { opened_by_pid: u32 },
+    /// The disk, or the store's quota, has no room for this write: it was refused before it
+    /// took a version, and nothing changed. Deletes and compaction may still use the reserve
+    /// held back for them (`StoreOptions::space_reserve_bytes`); once they or the operating
+    /// system free space, writes succeed again.
+    StorageFull {
+        path: PathBuf,
+        /// Bytes the write needed allocated.
+        needed_bytes: u64,
+        /// Bytes free on the device, where it can tell.
+        free_bytes: Option<u64>,
+        reserve_bytes: u64,
+        /// Bytes the store's segments take on disk, and its quota if it has one.
+        store_bytes: u64,
+        quota_bytes: Option<u64>,
+    },
 }
 
 impl Error {
@@ -173,6 +189,7 @@ impl Error {
             Error::Compacted { .. } => ErrorCode::Compacted,
             Error::Closed => ErrorCode::Closed,
             Error::UsedAfterFork { .. } => ErrorCode::UsedAfterFork,
+            Error::StorageFull { .. } => ErrorCode::StorageFull,
         }
     }
 
@@ -287,6 +304,36 @@ impl fmt::Display for Error {
                  reached process {} through fork(); open the store in the child instead",
                 std::process::id()
             ),
+            Error::StorageFull {
+                path,
+                needed_bytes,
+                free_bytes,
+                reserve_bytes,
+                store_bytes,
+                quota_bytes,
+            } => {
+                write!(
+                    formatter,
+                    "StorageFull (507): no room to write {needed_bytes} more bytes under {}: ",
+                    path.display()
+                )?;
+                match (quota_bytes, free_bytes) {
+                    (Some(quota), _) if store_bytes + needed_bytes > *quota => write!(
+                        formatter,
+                        "the store takes {store_bytes} bytes of its {quota}-byte quota"
+                    )?,
+                    (_, Some(free)) => write!(
+                        formatter,
+                        "the disk has {free} bytes free and the store keeps {reserve_bytes} \
+                         of them in reserve for deletes and compaction"
+                    )?,
+                    _ => formatter.write_str("the disk is full")?,
+                }
+                formatter.write_str(
+                    "; nothing changed. Delete items and compact (or free disk space), then \
+                     write again",
+                )
+            }
         }
     }
 }

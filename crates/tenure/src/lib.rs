@@ -51,6 +51,6 @@ pub use types::{ETag, Version};
 /// notice.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::log::{Log, LogOptions, RecoveredRecord, Reservation};
+    pub use crate::log::{Log, LogOptions, RecoveredRecord, Reservation, SpaceUse};
     pub use crate::storage::{FileStorage, Mapping, Storage, StorageFile};
 }

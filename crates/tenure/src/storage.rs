@@ -39,6 +39,12 @@ pub trait Storage: Send + Sync + 'static {
     fn remove(&self, name: &str) -> io::Result<()>;
     /// Makes file creations and removals durable.
     fn sync_directory(&self) -> io::Result<()>;
+    /// Bytes the device under the store can still give this process, where it can tell
+    /// (`statvfs`'s `f_bavail`); `None` where it cannot. Asked before the log allocates space
+    /// for ordinary writes, so that the store's reserve stays free (docs/design.md §6 "A full disk").
+    fn free_bytes(&self) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// One file of a [`Storage`].
@@ -317,6 +323,19 @@ impl Storage for FileStorage {
 
     fn sync_directory(&self) -> io::Result<()> {
         File::open(&self.directory)?.sync_all()
+    }
+
+    fn free_bytes(&self) -> io::Result<Option<u64>> {
+        let path = std::ffi::CString::new(self.directory.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
+        // SAFETY: statvfs writes into the zeroed struct we own; the path is NUL-terminated.
+        let mut statistics: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(path.as_ptr(), &mut statistics) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Some(
+            (statistics.f_bavail as u64).saturating_mul(statistics.f_frsize as u64),
+        ))
     }
 }
 

@@ -91,6 +91,7 @@ __all__ = [
     "Closed",
     "UsedAfterFork",
     "Busy",
+    "StorageFull",
     "Compacted",
     "ReadOnly",
     "ERROR_CODES",
@@ -397,6 +398,17 @@ class Busy(TenureError):
     status = 503
 
 
+class StorageFull(TenureError):
+    """507: the disk, or the store's quota (``tenure.open(path, quota_bytes=...)``), has no room
+    for a write that adds data; nothing changed. Reads, deletes and ``compact()`` go on (they
+    use the reserve held back for them, ``space_reserve_bytes``); once compaction or anything
+    else frees space, writes succeed again without a reopen. ``Store.stats()`` shows the
+    state."""
+
+    code = "StorageFull"
+    status = 507
+
+
 class UsedAfterFork(TenureError):
     """500: the store was opened in another process and reached this one through
     ``os.fork()`` (``multiprocessing``'s "fork" start method, a pre-forking server). Open the
@@ -441,6 +453,7 @@ ERROR_CODES: Dict[str, Type[TenureError]] = {
         Closed,
         UsedAfterFork,
         Busy,
+        StorageFull,
         Compacted,
         ReadOnly,
     )

@@ -79,6 +79,7 @@ __all__ = [
     "Closed",
     "UsedAfterFork",
     "Busy",
+    "StorageFull",
     "Compacted",
     "ReadOnly",
     "ERROR_CODES",
@@ -115,7 +116,10 @@ def open(
     background_compaction_interval (seconds, a timedelta or None),
     background_compaction_sealed_segments, change_feed_retention_versions,
     change_feed_retention_bytes, read_only (open beside a writer, or files this process
-    cannot write: no lock taken, nothing written, every write raises ReadOnly).
+    cannot write: no lock taken, nothing written, every write raises ReadOnly),
+    quota_bytes (the most bytes the store's files may take: writes that add data past it
+    raise StorageFull), space_reserve_bytes (free disk that such writes leave for deletes and
+    compaction; default two segments, at least 8 MiB).
     """
 
 @final
@@ -146,6 +150,7 @@ class Store:
     ) -> None: ...
     def flush(self) -> None: ...
     def compact(self) -> Dict[str, Union[int, bool]]: ...
+    def stats(self) -> Dict[str, Union[int, bool, None]]: ...
     def changes(
         self, since: int = 0, *, container: Optional[str] = None, include_values: bool = False
     ) -> ChangeIterator: ...
@@ -834,6 +839,7 @@ class Io(StorageError): ...
 class Closed(TenureError): ...
 class UsedAfterFork(TenureError): ...
 class Busy(TenureError): ...
+class StorageFull(TenureError): ...
 class Compacted(TenureError):
     oldest_available: Optional[int]
     def __init__(

@@ -33,6 +33,14 @@ pub struct StoreOptions {
     /// store is what its files held at the open (a snapshot of that moment), and every write
     /// fails with `ReadOnly` (docs/spec.md §1).
     pub read_only: bool,
+    /// Bytes of free disk that writes which add data leave for deletes, expiries and
+    /// compaction (docs/spec.md §11): deletes may use half of it, compaction all. `None`: two
+    /// segments, at least 8 MiB, so the half left to compaction holds a segment's copies.
+    pub space_reserve_bytes: Option<u64>,
+    /// The most bytes the store's segment files may take on disk: a write that would need more
+    /// is refused with `StorageFull`, as on a full disk (deletes and compaction may go up to
+    /// the reserve past it). `None`: no quota, only the disk's size.
+    pub quota_bytes: Option<u64>,
 }
 
 impl Default for StoreOptions {
@@ -47,6 +55,8 @@ impl Default for StoreOptions {
             change_feed_retention_versions: None,
             change_feed_retention_bytes: None,
             read_only: false,
+            space_reserve_bytes: None,
+            quota_bytes: None,
         }
     }
 }
@@ -59,6 +69,8 @@ impl std::fmt::Debug for StoreOptions {
             .field("segment_size_bytes", &self.segment_size_bytes)
             .field("limits", &self.limits)
             .field("read_only", &self.read_only)
+            .field("space_reserve_bytes", &self.space_reserve_bytes)
+            .field("quota_bytes", &self.quota_bytes)
             .finish_non_exhaustive()
     }
 }

@@ -49,6 +49,16 @@ pub struct StoreStats {
     pub active_leases: u64,
     /// Cache locks not past their timeout.
     pub active_locks: u64,
+    /// Writes that add data are being refused with `StorageFull` (the disk or the quota is
+    /// full); cleared by the first one that finds room again.
+    pub storage_full: bool,
+    /// Bytes free on the disk under the store, where the system tells.
+    pub free_bytes: Option<u64>,
+    /// Bytes of the disk held back for deletes and compaction.
+    pub reserve_bytes: u64,
+    pub quota_bytes: Option<u64>,
+    /// Bytes the segment files take on disk (their allocated space).
+    pub store_bytes: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

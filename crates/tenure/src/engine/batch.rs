@@ -31,6 +31,7 @@ use crate::index::{
 use crate::log::record::HEADER_BYTES;
 use crate::log::Durability;
 use crate::log::Reservation;
+use crate::log::SpaceUse;
 use crate::record::Coordination;
 use crate::record::{self, ItemWrite};
 use crate::rules::conditions::{ItemFacts, WriteKind};
@@ -347,7 +348,13 @@ impl Engine {
                 value_offsets.push(record::encode_item_write(payload, write));
             }
             debug_assert_eq!(payload.len(), payload_bytes);
-            let mut reservation = self.log.reserve(payload.len())?;
+            // A batch of deletes only may use the space reserve, as a delete does.
+            let space_use = if writes.iter().all(|write| write.value.is_none()) {
+                SpaceUse::Deleting
+            } else {
+                SpaceUse::Ordinary
+            };
+            let mut reservation = self.log.reserve(payload.len(), space_use)?;
             // Each entry says the batch's version, so a plain head can name it (`plain.rs`).
             for (write, &value_offset) in writes.iter().zip(&value_offsets) {
                 plain::patch_version(payload, value_offset, write, reservation.version());

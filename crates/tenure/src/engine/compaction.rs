@@ -6,6 +6,7 @@
 //! behind it that a dropped tombstone could let come back.
 
 use crate::backend::results::CompactionReport;
+use crate::log::SpaceUse;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -182,6 +183,10 @@ impl Engine {
             self.log.remove_oldest_segment(*first_slot)?;
             report.segments_removed += 1;
             report.bytes_removed += bytes;
+            if self.log.space_is_short() {
+                // The next segment's copies may need the space this one held.
+                self.log.collect_removed_segments();
+            }
         }
         if report.segments_removed > 0 {
             // Give the disk back now, not whenever epoch garbage is next collected.
@@ -328,7 +333,7 @@ impl Engine {
                 &state.metadata,
                 state.lease.as_ref(),
             );
-            let mut reservation = self.log.reserve(payload.len())?;
+            let mut reservation = self.log.reserve(payload.len(), SpaceUse::Compacting)?;
             reservation.write_payload(&payload)?;
             reservation.commit_nowait();
             report.containers_relocated += 1;
@@ -547,7 +552,7 @@ impl RelocationRecord {
             .take()
             .expect("a record holds at least one item");
         let payload = encoder.finish();
-        let mut reservation = engine.log.reserve(payload.len())?;
+        let mut reservation = engine.log.reserve(payload.len(), SpaceUse::Compacting)?;
         reservation.write_payload(&payload)?;
         let record_start = reservation.location() + HEADER_BYTES as u64;
         locations.extend(self.values.drain(..).map(|value| {

@@ -10,6 +10,7 @@ use crate::backend::options::{ContainerOptions, ContainerProperties, ContainerWr
 use crate::clock::Timestamp;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::catalog::{ContainerState, Incarnation, LIVE};
+use crate::log::SpaceUse;
 use crate::record::{self};
 use crate::rules::conditions::{self, ItemFacts};
 use crate::rules::lease::{self, ContainerOperation};
@@ -41,7 +42,7 @@ impl Engine {
             &options.metadata,
             now,
         );
-        let mut reservation = self.log.reserve(payload.len())?;
+        let mut reservation = self.log.reserve(payload.len(), SpaceUse::Ordinary)?;
         reservation.write_payload(&payload)?;
         let version = reservation.version();
         let incarnation = Arc::new(Incarnation {
@@ -82,7 +83,7 @@ impl Engine {
             self.now(),
         )?;
         let payload = record::encode_container_delete(incarnation.id);
-        let mut reservation = self.log.reserve(payload.len())?;
+        let mut reservation = self.log.reserve(payload.len(), SpaceUse::Deleting)?;
         reservation.write_payload(&payload)?;
         // Set before the record completes, so every item write ordered after it in the log
         // sees the deletion once its own record completes.
@@ -121,7 +122,7 @@ impl Engine {
         check_container_write(&incarnation, options, ContainerOperation::Other, self.now())?;
         let now = self.now();
         let payload = record::encode_container_set_metadata(incarnation.id, metadata, now);
-        let mut reservation = self.log.reserve(payload.len())?;
+        let mut reservation = self.log.reserve(payload.len(), SpaceUse::Ordinary)?;
         reservation.write_payload(&payload)?;
         let version = reservation.version();
         {

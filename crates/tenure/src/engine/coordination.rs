@@ -8,6 +8,7 @@
 //! compaction, with no extra state.
 
 use crate::backend::results::{Lease, LeaseRequest};
+use crate::log::SpaceUse;
 use std::time::{Duration, Instant};
 
 use crate::backend::options::{Item, WriteOptions};
@@ -131,9 +132,10 @@ impl Engine {
                 Err(refusal) => return Err(self.settle_refusal(head_node, refusal)),
             };
             let etag_version = current.map_or(0, |node| node.etag_version());
-            let mut reservation = self
-                .log
-                .reserve(record::item_coordination_size(key, &sizing.coordination))?;
+            let mut reservation = self.log.reserve(
+                record::item_coordination_size(key, &sizing.coordination),
+                SpaceUse::Ordinary,
+            )?;
             let version = reservation.version();
             let decision = match decide(current, &state, now, version) {
                 Ok(decision) => decision,
@@ -494,7 +496,7 @@ impl Engine {
             },
         )?;
         let size = record::encode_container_lease(incarnation.id, probe.record.as_ref()).len();
-        let mut reservation = self.log.reserve(size)?;
+        let mut reservation = self.log.reserve(size, SpaceUse::Ordinary)?;
         let version = reservation.version();
         let outcome = lease::apply_lease_action(
             current_lease.as_ref(),

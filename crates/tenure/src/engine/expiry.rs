@@ -9,6 +9,7 @@ use crate::clock::Timestamp;
 use crate::engine::core::Engine;
 use crate::error::Result;
 use crate::index::{ItemSlot, NewVersion, VersionNode, COMMITTED};
+use crate::log::SpaceUse;
 use crate::record::{self, ItemWrite};
 
 impl Engine {
@@ -91,7 +92,7 @@ impl Engine {
         let mut payload = Vec::with_capacity(1 + record::item_write_size(&write));
         payload.push(record::OP_ITEM_WRITE);
         let value_offset = record::encode_item_write(&mut payload, &write);
-        let mut reservation = self.log.reserve(payload.len())?;
+        let mut reservation = self.log.reserve(payload.len(), SpaceUse::Deleting)?;
         crate::index::plain::patch_version(
             &mut payload,
             value_offset,

@@ -63,11 +63,19 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
             ),
         ));
     }
+    if options.quota_bytes == Some(0) {
+        return Err(Error::invalid(
+            "quota_bytes",
+            "must be positive (leave it unset for no quota)",
+        ));
+    }
     let owner = crate::base::fork::OwningProcess::current();
     let log_options = LogOptions {
         segment_size_bytes: options.segment_size_bytes,
         durability: options.durability,
         read_only: options.read_only,
+        space_reserve_bytes: options.space_reserve_bytes,
+        quota_bytes: options.quota_bytes,
         ..LogOptions::default()
     };
     // Leases recovered from the log are clamped against the clock at open (docs/spec.md §11).

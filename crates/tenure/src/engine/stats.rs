@@ -13,10 +13,16 @@ impl Engine {
         self.check_open()?;
         let version = self.version();
         let now = self.now();
+        let space = self.log.space_state();
         let mut stats = StoreStats {
             version,
             segment_size_bytes: self.log.slot_size_bytes(),
             allocated_bytes: self.log.allocated_bytes(),
+            storage_full: space.storage_full,
+            free_bytes: space.free_bytes,
+            reserve_bytes: space.reserve_bytes,
+            quota_bytes: space.quota_bytes,
+            store_bytes: space.store_bytes,
             ..StoreStats::default()
         };
         let log_start = self.log.first_slot() * self.log.slot_size_bytes();

@@ -17,6 +17,7 @@ use crate::index::{index_key, node_of, ItemSlot, ValueLocation, VersionNode, COM
 use crate::log::record::HEADER_BYTES;
 use crate::log::Durability;
 use crate::log::Reservation;
+use crate::log::SpaceUse;
 use crate::record::{self, ItemWrite};
 use crate::rules::conditions::{self, Conditions, WriteKind};
 use crate::rules::ttl;
@@ -413,7 +414,15 @@ impl Engine {
         &self,
         write: &ItemWrite<'_>,
     ) -> Result<(Reservation<'_>, Option<ValueLocation>)> {
-        let mut reservation = self.log.reserve(1 + record::item_write_size(write))?;
+        // A delete may use the space reserve: it lets compaction free space.
+        let space_use = if write.value.is_none() {
+            SpaceUse::Deleting
+        } else {
+            SpaceUse::Ordinary
+        };
+        let mut reservation = self
+            .log
+            .reserve(1 + record::item_write_size(write), space_use)?;
         let version = reservation.version();
         let value_offset = reservation.write_payload_with(|payload| {
             let mut out = record::PayloadWriter::new(payload);

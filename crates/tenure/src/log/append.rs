@@ -12,6 +12,7 @@ use super::core::*;
 use super::placement;
 use super::record::{self, RecordHeader, RecordKind, HEADER_BYTES};
 use super::segment::Segment;
+use super::space::SpaceUse;
 use crate::error::{Error, Result};
 use crate::types::Version;
 
@@ -34,6 +35,7 @@ impl LogShared {
         &self,
         payload_length: usize,
         place: fn(u64, u64, u64) -> placement::Placement,
+        space_use: SpaceUse,
     ) -> Result<Reservation<'_>> {
         self.check_writable()?;
         if payload_length as u64 > MAXIMUM_PAYLOAD_BYTES {
@@ -46,6 +48,9 @@ impl LogShared {
         }
         let size = record::record_size(payload_length as u64);
         let backoff = Backoff::new();
+        // The reservation word for which `make_room` prepared the placement: a retry that
+        // finds the word unchanged places the record there again, and need not check again.
+        let mut room_made_for = None;
         let (version, placement) = loop {
             let current = self.reservation.load(Ordering::Acquire);
             let (version, tail) = unpack(current);
@@ -65,6 +70,12 @@ impl LogShared {
                 }
             }
             let placement = place(tail, size, self.slot_size);
+            if room_made_for != Some(current) && !self.space_ready(&placement) {
+                // Before the version is taken: a refusal here changes nothing.
+                self.make_room(&placement, space_use)?;
+                room_made_for = Some(current);
+                continue;
+            }
             let next = pack(version + 1, placement.new_tail);
             if self
                 .reservation
@@ -79,7 +90,7 @@ impl LogShared {
         };
         self.completion.prefetch_successor_slot(version);
         self.ask_ahead(placement.new_tail);
-        let result = self.prepare_segments(version, &placement);
+        let result = self.prepare_segments(version, &placement, space_use);
         let segment = match result {
             Ok(segment) => segment,
             Err(error) => {
@@ -142,7 +153,12 @@ impl LogShared {
         unsafe { segment.write(local, &header) };
     }
 
-    pub(super) fn segment_for(&self, slot: u64, slot_count: u64) -> Result<SegmentHold> {
+    pub(super) fn segment_for(
+        &self,
+        slot: u64,
+        slot_count: u64,
+        space_use: SpaceUse,
+    ) -> Result<SegmentHold> {
         let guard = crossbeam_epoch::pin();
         if let Some(segment) = self.segments.get(slot, &guard) {
             if segment.slot_count >= slot_count {
@@ -174,7 +190,7 @@ impl LogShared {
                 .remove(&name)
                 .map_err(|error| Error::io(self.storage.path().join(&name), "remove", error))?;
         }
-        self.create_segment_locked(slot, slot_count)
+        self.create_segment_locked(slot, slot_count, space_use)
             .map(SegmentHold::Owned)
     }
 

@@ -38,6 +38,11 @@ pub struct LogOptions {
     /// Open for reading only: no lock, no write of any file, no background thread; the log
     /// is what its files held at open (`recovery::open_read_only`).
     pub read_only: bool,
+    /// Bytes of the device ordinary writes leave free for deletes and compaction; `None`:
+    /// `SpacePolicy::default_reserve_bytes` of the store's segment size.
+    pub space_reserve_bytes: Option<u64>,
+    /// The most bytes the store's segments may take for ordinary writes.
+    pub quota_bytes: Option<u64>,
 }
 
 impl Default for LogOptions {
@@ -47,7 +52,29 @@ impl Default for LogOptions {
             durability: Durability::Sync,
             buffered_flush_interval: Duration::from_millis(200),
             read_only: false,
+            space_reserve_bytes: None,
+            quota_bytes: None,
         }
+    }
+}
+
+
+/// The store's space policy (`StoreOptions::space_reserve_bytes` and `quota_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpacePolicy {
+    /// Bytes of the device that ordinary writes leave free, for reclaiming ones.
+    pub reserve_bytes: u64,
+    /// The most bytes the store's segments may take on disk for ordinary writes.
+    pub quota_bytes: Option<u64>,
+}
+
+impl SpacePolicy {
+    /// The default reserve: two segments, at least 8 MiB. Compaction copies a segment's live
+    /// items forward before it can remove the segment, and a segment holds at most a segment
+    /// of them: the half of the reserve deletes leave is that much (with room for the
+    /// allocation steps of 2 MiB).
+    pub fn default_reserve_bytes(segment_size_bytes: u64) -> u64 {
+        segment_size_bytes.saturating_mul(2).max(8 << 20)
     }
 }
 
@@ -100,6 +127,14 @@ pub(crate) struct LogShared {
     pub(super) visible: AtomicU64,
     pub(super) segments: SegmentTable,
     pub(super) segment_creation: Mutex<()>,
+    /// Appends whose record ends at or below this global offset find their space allocated
+    /// (`space.rs`): contiguous from the tail, and only ever raised.
+    pub(super) ready_end: AtomicU64,
+    /// Held while an appender makes room (`LogShared::make_room`).
+    pub(super) space_lock: Mutex<()>,
+    pub(super) space_policy: SpacePolicy,
+    /// The last ordinary allocation was refused (`SpaceState::storage_full`).
+    pub(super) storage_full: AtomicBool,
     pub(super) flush: Mutex<FlushState>,
     pub(super) flush_done: Condvar,
     /// `sync` stores: sealed records waiting for their group's write (`staging.rs`).

@@ -13,6 +13,7 @@ use super::flush::sync_superblock_copy;
 use super::placement;
 use super::record::{self, RecordKind, HEADER_BYTES};
 use super::recovery::{self, RecoveredRecord};
+use super::space::{SpaceState, SpaceUse};
 use crate::base::background;
 use crate::error::{Error, Result};
 use crate::storage::Storage;
@@ -63,8 +64,11 @@ impl Log {
         })
     }
 
-    pub fn reserve(&self, payload_length: usize) -> Result<Reservation<'_>> {
-        self.shared.reserve(payload_length, placement::place)
+    /// Reserves a version and space for a record of `payload_length` bytes; `space_use` says
+    /// whether it may use the space reserve (`SpaceUse`).
+    pub fn reserve(&self, payload_length: usize, space_use: SpaceUse) -> Result<Reservation<'_>> {
+        self.shared
+            .reserve(payload_length, placement::place, space_use)
     }
 
     /// Ends the tail's segment: an empty record (an `Abort`, which takes a version and carries
@@ -76,7 +80,7 @@ impl Log {
             return Ok(());
         }
         self.shared
-            .reserve(0, placement::place_in_next_slot)?
+            .reserve(0, placement::place_in_next_slot, SpaceUse::Compacting)?
             .abort();
         Ok(())
     }
@@ -115,7 +119,7 @@ impl Log {
 
     /// Appends one record and returns once it is acknowledged (per the durability mode).
     pub fn append(&self, payload: &[u8]) -> Result<(Version, u64)> {
-        let mut reservation = self.reserve(payload.len())?;
+        let mut reservation = self.reserve(payload.len(), SpaceUse::Ordinary)?;
         reservation.write_payload(payload)?;
         let location = reservation.location();
         let version = reservation.commit()?;
@@ -391,6 +395,17 @@ impl Log {
             .iter()
             .map(|segment| segment.length())
             .sum()
+    }
+
+    /// Whether space is short (`LogShared::space_is_short`): compaction then frees removed
+    /// segments' space after each one.
+    pub fn space_is_short(&self) -> bool {
+        self.shared.space_is_short()
+    }
+
+    /// The space policy and how full the store is (`stat`).
+    pub fn space_state(&self) -> SpaceState {
+        self.shared.space_state()
     }
 
     /// Segment files of the log (a segment covers one slot, or several for a large record).

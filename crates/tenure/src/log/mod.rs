@@ -19,6 +19,7 @@ pub mod record;
 mod recovery;
 mod reservation;
 pub(crate) mod segment;
+mod space;
 mod staging;
 pub mod superblock;
 
@@ -28,3 +29,4 @@ pub use self::core::{
 };
 pub(crate) use reader::{LogReader, RecordBytes};
 pub use recovery::RecoveredRecord;
+pub use space::SpaceUse;

@@ -10,6 +10,7 @@ use super::placement;
 use super::record::HEADER_BYTES;
 use super::recovery;
 use super::segment::Segment;
+use super::space::SpaceUse;
 use crate::error::{Error, Result};
 use crate::types::Version;
 
@@ -58,7 +59,7 @@ impl LogShared {
                 return;
             }
             if let Some((segment, end)) = work.allocation {
-                segment.prepare_ahead(end);
+                segment.prepare_ahead(end, &|bytes| self.permits(bytes, SpaceUse::Ordinary));
                 faulting_in = true;
             }
             if let Some(slot) = work.segment_slot {
@@ -107,14 +108,17 @@ impl LogShared {
         &self,
         version: Version,
         placement: &placement::Placement,
+        space_use: SpaceUse,
     ) -> Result<SegmentHold> {
         let segment = self.segment_for(
             placement::slot_of(placement.start, self.slot_size),
             placement.segment_slots,
+            space_use,
         )?;
         self.ensure_allocated(&segment, placement.new_tail)?;
         if let Some(marker) = placement.end_marker_before {
-            let previous = self.segment_for(placement::slot_of(marker, self.slot_size), 1)?;
+            let previous =
+                self.segment_for(placement::slot_of(marker, self.slot_size), 1, space_use)?;
             self.ensure_allocated(&previous, marker + HEADER_BYTES as u64)?;
             self.write_end_marker(&previous, marker, version);
         }
@@ -156,17 +160,24 @@ impl LogShared {
         }
         // A failure here is not the preparer's to report: the appender that needs the
         // segment creates it itself and meets the error.
-        let _ = self.create_segment_locked(slot, 1);
+        let _ = self.create_segment_locked(slot, 1, SpaceUse::Ordinary);
     }
 
-    /// Creates and maps the segment; the caller holds `segment_creation`.
-    pub(super) fn create_segment_locked(&self, slot: u64, slot_count: u64) -> Result<Arc<Segment>> {
+    /// Creates and maps the segment, allocating what `space_use` may; the caller holds
+    /// `segment_creation`.
+    pub(super) fn create_segment_locked(
+        &self,
+        slot: u64,
+        slot_count: u64,
+        space_use: SpaceUse,
+    ) -> Result<Arc<Segment>> {
         let segment = Arc::new(recovery::create_segment(
             self.storage.as_ref(),
             slot,
             slot_count,
             self.slot_size,
             self.durability,
+            &|bytes| self.permits(bytes, space_use),
         )?);
         self.segments.insert(Arc::clone(&segment));
         Ok(segment)

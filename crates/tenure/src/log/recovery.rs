@@ -21,6 +21,7 @@ use super::flush::sync_superblock_copy;
 use super::group_commit::FlushState;
 use super::record::{self, RecordKind};
 use super::segment::{Segment, SegmentTable};
+use super::core::SpacePolicy;
 use super::superblock::{self, ReadOutcome, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
 use crate::error::{Error, Result};
 use crate::storage::{Mapping, Storage};
@@ -80,6 +81,7 @@ pub(super) fn create_segment(
     slot_count: u64,
     slot_size: u64,
     durability: Durability,
+    permit: &dyn Fn(u64) -> bool,
 ) -> Result<Segment> {
     let name = Segment::file_name(first_slot);
     let path = storage.path().join(&name);
@@ -100,10 +102,13 @@ pub(super) fn create_segment(
     let segment = Segment::new(first_slot, slot_count, name, file, mapping);
     // A segment of several slots holds one record, written at once: all of it now. Otherwise
     // the lead, so the appender that rolls over finds it ready (the preparer faults it in:
-    // `Segment::fault_in_next_step`).
-    segment
-        .allocate_to(if slot_count > 1 { length } else { 1 })
-        .map_err(|error| Error::io(&path, "allocate", error))?;
+    // `Segment::fault_in_next_step`) — if the space policy allows; if not, the appender's
+    // space check (`LogShared::make_room`) allocates what it needs or refuses the write.
+    match segment.allocate_to(if slot_count > 1 { length } else { 1 }, permit) {
+        Ok(()) => {}
+        Err(error) if slot_count == 1 && super::segment::is_out_of_space(&error) => {}
+        Err(error) => return Err(Error::io(&path, "allocate", error)),
+    }
     Ok(segment)
 }
 
@@ -510,6 +515,15 @@ fn shared_state(
         visible: AtomicU64::new(last_version),
         segments,
         segment_creation: Mutex::new(()),
+        ready_end: AtomicU64::new(0),
+        space_lock: Mutex::new(()),
+        space_policy: SpacePolicy {
+            reserve_bytes: options
+                .space_reserve_bytes
+                .unwrap_or_else(|| SpacePolicy::default_reserve_bytes(slot_size)),
+            quota_bytes: options.quota_bytes,
+        },
+        storage_full: AtomicBool::new(false),
         flush: Mutex::new(FlushState::new((last_version, scan.tail))),
         flush_done: Condvar::new(),
         staging: Default::default(),

@@ -34,6 +34,14 @@ const WRITE_PREFAULT_LEAD_STEPS: u64 = 2;
 /// a full disk as SIGBUS.
 const ALLOCATION_ALIGNMENT_BYTES: u64 = 2 << 20;
 
+/// Whether an allocation failed for want of space (a full disk or a disk quota).
+pub fn is_out_of_space(error: &std::io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::ENOSPC) | Some(libc::EDQUOT)
+    )
+}
+
 pub struct Segment {
     pub first_slot: u64,
     pub slot_count: u64,
@@ -86,7 +94,8 @@ impl Segment {
     /// disk as SIGBUS). The common case is one atomic load. Returns `true` to one caller per
     /// allocated end once appends come within `ALLOCATION_LEAD_STEPS` of it: that
     /// caller asks the preparer thread for the next step (`prepare_ahead`), so appenders
-    /// seldom wait for it. An appender past the allocated end allocates itself.
+    /// seldom wait for it. An appender past the allocated end allocates itself (the log's
+    /// space check, `LogShared::make_room`, has normally allocated it already).
     pub fn ensure_allocated(&self, end: u64) -> std::io::Result<bool> {
         let allocated = self.allocated_bytes.load(Ordering::Acquire);
         if self.allocated_far_enough(end, allocated) {
@@ -98,7 +107,7 @@ impl Segment {
                 && self.ahead_asked_at.swap(allocated, Ordering::AcqRel) != allocated;
             return Ok(elected);
         }
-        self.allocate_to(end)?;
+        self.allocate_to(end, &|_| true)?;
         Ok(false)
     }
 
@@ -110,31 +119,58 @@ impl Segment {
     }
 
     /// The preparer's work when appends reach `end`: faults in the pages ahead of it
-    /// (`prefault_ahead`), allocates the lead, then faults in what the allocation added. The
-    /// faults come first and outside the allocation lock: the fallocate can wait for
-    /// write-back, and the appender needs the pages sooner than the space. A failure to
-    /// allocate is left to the appender that needs the space, which meets it again.
-    pub fn prepare_ahead(&self, end: u64) {
+    /// (`prefault_ahead`), allocates the lead if `permit` allows, then faults in what the
+    /// allocation added. The faults come first and outside the allocation lock: the
+    /// fallocate can wait for write-back, and the appender needs the pages sooner than the
+    /// space. A failure to allocate is left to the appender that needs the space, which meets
+    /// it again.
+    pub fn prepare_ahead(&self, end: u64, permit: &dyn Fn(u64) -> bool) {
         self.prefault_ahead(end);
-        if self.allocate_to(end).is_ok() {
+        if self.allocate_to(end, permit).is_ok() {
             self.prefault_ahead(end);
         }
     }
 
     /// Allocates through `end` and the lead beyond it, unless that much is allocated already.
-    pub fn allocate_to(&self, end: u64) -> std::io::Result<()> {
+    /// `permit(bytes)` says whether the store's space policy lets the segment take that many
+    /// more bytes (`LogShared::permits`). When the lead is refused, by it or by a full disk,
+    /// only what `end` needs is tried; a refusal of that is an `ENOSPC` error.
+    pub fn allocate_to(&self, end: u64, permit: &dyn Fn(u64) -> bool) -> std::io::Result<()> {
         let step = self.allocation_step_bytes;
         let _allocating = self.allocating.lock();
         let allocated = self.allocated_bytes.load(Ordering::Acquire);
         if self.allocated_far_enough(end, allocated) {
             return Ok(());
         }
-        let target = (end + (ALLOCATION_LEAD_STEPS + 1) * step)
+        let with_lead = (end + (ALLOCATION_LEAD_STEPS + 1) * step)
             .next_multiple_of(ALLOCATION_ALIGNMENT_BYTES)
             .min(self.length());
-        self.file.allocate(allocated, target - allocated)?;
-        self.allocated_bytes.store(target, Ordering::Release);
-        Ok(())
+        let needed = end
+            .next_multiple_of(ALLOCATION_ALIGNMENT_BYTES)
+            .min(self.length());
+        let mut refusal = None;
+        for target in [with_lead, needed] {
+            if target <= allocated {
+                return Ok(());
+            }
+            if !permit(target - allocated) {
+                continue;
+            }
+            match self.file.allocate(allocated, target - allocated) {
+                Ok(()) => {
+                    self.allocated_bytes.store(target, Ordering::Release);
+                    return Ok(());
+                }
+                Err(error) if is_out_of_space(&error) => refusal = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        Err(refusal.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::ENOSPC)))
+    }
+
+    /// Bytes from the segment's start that have device space allocated.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.allocated_bytes.load(Ordering::Acquire)
     }
 
     /// Faults in the allocated pages past `end` that are not yet: all of them for reading
@@ -340,6 +376,10 @@ impl SegmentTable {
         // SAFETY: `previous` is no longer reachable from the table; readers still holding it
         // are protected by their guards.
         unsafe { guard.defer_destroy(previous) };
+        // Into the global queue now: the old table holds every segment it listed, and left in
+        // this thread's bag (the preparer's, idle for long) it would keep a segment that
+        // compaction removed mapped and open — its disk space not given back.
+        guard.flush();
     }
 
     /// Takes the segment that starts at `first_slot` out of the table. Callers serialise
@@ -362,6 +402,7 @@ impl SegmentTable {
         );
         // SAFETY: as in `insert`.
         unsafe { guard.defer_destroy(previous) };
+        guard.flush();
         Some(segment)
     }
 
@@ -433,7 +474,7 @@ mod tests {
         let segment = segment_file(&directory, "lead");
         let step = segment.allocation_step_bytes;
         assert_eq!(step, 1 << 20);
-        segment.allocate_to(1).unwrap();
+        segment.allocate_to(1, &|_| true).unwrap();
         assert_eq!(allocated(&segment), 6 << 20);
         let mut asks = 0;
         // Strides that are no divisor of a step, so the asks fall anywhere in one.
@@ -445,7 +486,7 @@ mod tests {
             );
             if segment.ensure_allocated(end).unwrap() {
                 asks += 1;
-                segment.prepare_ahead(end);
+                segment.prepare_ahead(end, &|_| true);
             }
             let now = allocated(&segment);
             assert!(
@@ -478,7 +519,7 @@ mod tests {
     fn idle_faulting_in_goes_a_step_at_a_time_past_the_allocated_end() {
         let directory = tenure_testkit::TempDir::new("segment-steps");
         let segment = segment_file(&directory, "steps");
-        segment.allocate_to(1).unwrap();
+        segment.allocate_to(1, &|_| true).unwrap();
         let allocated_end = allocated(&segment);
         let step = segment.allocation_step_bytes;
         let limit = 20 << 20;
@@ -505,7 +546,7 @@ mod tests {
         );
         // Appends further on: the write window follows them, from the tail's page.
         let tail = (3 << 20) + 100;
-        segment.allocate_to(tail).unwrap();
+        segment.allocate_to(tail, &|_| true).unwrap();
         assert!(segment.fault_in_next_step(tail, limit));
         assert_eq!(
             load(&segment.prefaulted_for_writing_bytes),
@@ -544,12 +585,12 @@ mod tests {
         let bytes: Vec<u8> = (0..written).map(pattern).collect();
         {
             let segment = segment_file(&directory, "prefault");
-            segment.allocate_to(written as u64).unwrap();
+            segment.allocate_to(written as u64, &|_| true).unwrap();
             segment.prefault_ahead(0);
             // SAFETY: nothing else writes the segment.
             unsafe { segment.write(0, &bytes) };
             segment.prefault_ahead(written as u64);
-            segment.prepare_ahead((written as u64) + (4 << 20));
+            segment.prepare_ahead((written as u64) + (4 << 20), &|_| true);
             // SAFETY: nothing writes the segment now.
             let mapped = unsafe { segment.bytes_from(0) };
             assert!(mapped[..written] == bytes[..]);
@@ -563,7 +604,7 @@ mod tests {
         let mapping = file.map(SEGMENT_BYTES as usize).unwrap();
         let segment = Segment::new(0, 1, "prefault".to_owned(), file, mapping);
         segment.assume_allocated(written as u64 / 4096 * 4096);
-        segment.prepare_ahead(written as u64 / 4096 * 4096);
+        segment.prepare_ahead(written as u64 / 4096 * 4096, &|_| true);
         // SAFETY: nothing writes the segment.
         let mapped = unsafe { segment.bytes_from(0) };
         assert!(mapped[..written] == bytes[..]);

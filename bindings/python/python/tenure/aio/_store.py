@@ -206,6 +206,10 @@ class Store:
         """Reclaims the space of superseded, deleted and expired items now."""
         return await self._offload(self._store.compact)
 
+    async def stats(self) -> Dict[str, Union[int, bool, None]]:
+        """What the store holds and how full it is (see ``tenure.Store.stats``)."""
+        return await self._offload(self._store.stats)
+
     # -- the change feed (docs/spec.md §10) --
 
     def changes(
