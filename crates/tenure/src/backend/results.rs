@@ -49,8 +49,9 @@ pub struct StoreStats {
     pub active_leases: u64,
     /// Cache locks not past their timeout.
     pub active_locks: u64,
-    /// Writes that add data are being refused with `StorageFull` (the disk or the quota is
-    /// full); cleared by the first one that finds room again.
+    /// Writes that add data are refused with `StorageFull` (the disk or the quota is full)
+    /// once the space the log has allocated ahead is used: the next allocation step would be
+    /// refused. Asked at the call, so space freed since shows at once.
     pub storage_full: bool,
     /// Bytes free on the disk under the store, where the system tells.
     pub free_bytes: Option<u64>,

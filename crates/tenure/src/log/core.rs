@@ -58,7 +58,6 @@ impl Default for LogOptions {
     }
 }
 
-
 /// The store's space policy (`StoreOptions::space_reserve_bytes` and `quota_bytes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpacePolicy {

@@ -13,6 +13,7 @@ use parking_lot::{Condvar, Mutex};
 use portable_atomic::AtomicU128;
 
 use super::completion::{pack, CompletionTracker};
+use super::core::SpacePolicy;
 use super::core::{
     Durability, LogOptions, LogShared, SuperblockState, COMPLETION_SLOTS,
     MAXIMUM_SEGMENT_SIZE_BYTES, MINIMUM_SEGMENT_SIZE_BYTES,
@@ -21,7 +22,6 @@ use super::flush::sync_superblock_copy;
 use super::group_commit::FlushState;
 use super::record::{self, RecordKind};
 use super::segment::{Segment, SegmentTable};
-use super::core::SpacePolicy;
 use super::superblock::{self, ReadOutcome, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
 use crate::error::{Error, Result};
 use crate::storage::{Mapping, Storage};

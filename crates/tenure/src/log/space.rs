@@ -43,8 +43,8 @@ impl SpaceUse {
 /// The log's space state, for `stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpaceState {
-    /// Writes that add data are refused: the last ordinary allocation was, and none has
-    /// succeeded since, or the next one would be.
+    /// Writes that add data are refused once the space the log has allocated is used: the
+    /// policy would refuse its next allocation step.
     pub storage_full: bool,
     pub free_bytes: Option<u64>,
     pub reserve_bytes: u64,
@@ -167,10 +167,10 @@ impl LogShared {
 
     pub(super) fn space_state(&self) -> SpaceState {
         SpaceState {
-            // Refused already, or would be at the next allocation step (a store opened
-            // read-only beside the writer sees the second).
-            storage_full: self.storage_full.load(Ordering::Acquire)
-                || !self.permits(NEXT_ALLOCATION_BYTES, SpaceUse::Ordinary),
+            // Asked now, not remembered from the last refusal: space freed since (by
+            // compaction or anything else) shows at once, and a store opened read-only
+            // beside the writer sees what the writer would.
+            storage_full: !self.permits(NEXT_ALLOCATION_BYTES, SpaceUse::Ordinary),
             free_bytes: self.storage.free_bytes().ok().flatten(),
             reserve_bytes: self.space_policy.reserve_bytes,
             quota_bytes: self.space_policy.quota_bytes,
