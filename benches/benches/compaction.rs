@@ -31,7 +31,9 @@ fn key(index: usize) -> Vec<u8> {
 /// A store of `ITEMS` items, each written twice, flushed.
 fn build(directory: &TempDir) -> Store {
     let store = Store::open(directory.path(), options()).expect("open");
-    store.create_container("c", &Default::default()).expect("container");
+    store
+        .create_container("c", &Default::default())
+        .expect("container");
     for round in 0..2u8 {
         for index in 0..ITEMS {
             let value = vec![round ^ index as u8; VALUE_BYTES];
@@ -55,7 +57,9 @@ fn disk_bytes(directory: &TempDir) -> u64 {
 fn compaction(c: &mut Criterion) {
     let mut group = c.benchmark_group("compaction_200k_items_written_twice");
     group.sample_size(10);
-    group.throughput(Throughput::Bytes((ITEMS * (KEY_BYTES + VALUE_BYTES)) as u64));
+    group.throughput(Throughput::Bytes(
+        (ITEMS * (KEY_BYTES + VALUE_BYTES)) as u64,
+    ));
     let mut disk_after = Vec::new();
     group.bench_function("compact", |b| {
         b.iter_custom(|iterations| {

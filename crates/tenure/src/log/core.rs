@@ -14,6 +14,7 @@ use portable_atomic::AtomicU128;
 use super::completion::CompletionTracker;
 use super::group_commit::FlushState;
 use super::segment::{Segment, SegmentTable};
+use super::space::SpaceUse;
 use super::staging::Staging;
 use super::superblock::Superblock;
 use crate::storage::{Storage, StorageFile};
@@ -105,7 +106,7 @@ pub(crate) struct PreparerWork {
     /// Create the segment of this slot.
     pub(super) segment_slot: Option<u64>,
     /// Allocate this segment's next step of space, past this local end.
-    pub(super) allocation: Option<(Arc<Segment>, u64)>,
+    pub(super) allocation: Option<(Arc<Segment>, u64, SpaceUse)>,
     pub(super) stop: bool,
 }
 

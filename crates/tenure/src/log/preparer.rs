@@ -58,8 +58,13 @@ impl LogShared {
             if work.stop {
                 return;
             }
-            if let Some((segment, end)) = work.allocation {
-                segment.prepare_ahead(end, &|bytes| self.permits(bytes, SpaceUse::Ordinary));
+            if let Some((segment, end, space_use)) = work.allocation {
+                if space_use == SpaceUse::Compacting {
+                    // Compaction's copies allocate no lead: fault in what they allocated.
+                    segment.prefault_ahead(end);
+                } else {
+                    segment.prepare_ahead(end, &|bytes| self.permits(bytes, SpaceUse::Ordinary));
+                }
                 faulting_in = true;
             }
             if let Some(slot) = work.segment_slot {
@@ -115,11 +120,11 @@ impl LogShared {
             placement.segment_slots,
             space_use,
         )?;
-        self.ensure_allocated(&segment, placement.new_tail)?;
+        self.ensure_allocated(&segment, placement.new_tail, space_use)?;
         if let Some(marker) = placement.end_marker_before {
             let previous =
                 self.segment_for(placement::slot_of(marker, self.slot_size), 1, space_use)?;
-            self.ensure_allocated(&previous, marker + HEADER_BYTES as u64)?;
+            self.ensure_allocated(&previous, marker + HEADER_BYTES as u64, space_use)?;
             self.write_end_marker(&previous, marker, version);
         }
         if let Some(marker) = placement.end_marker_after {
@@ -129,15 +134,21 @@ impl LogShared {
     }
 
     /// Device space for `segment` up to the global offset `end`; the next step is left to the
-    /// preparer thread when the end comes near.
-    pub(super) fn ensure_allocated(&self, segment: &Segment, end: u64) -> Result<()> {
+    /// preparer thread when the end comes near — for compaction's copies, which allocate no
+    /// lead (`Segment::allocate_without_lead_to`), only the faulting in of what is allocated.
+    pub(super) fn ensure_allocated(
+        &self,
+        segment: &Segment,
+        end: u64,
+        space_use: SpaceUse,
+    ) -> Result<()> {
         let local_end = (end - segment.first_slot * self.slot_size).min(segment.length());
         let ask_ahead = segment.ensure_allocated(local_end).map_err(|error| {
             Error::io(self.storage.path().join(&segment.name), "allocate", error)
         })?;
         if ask_ahead {
             if let Some(owned) = self.segments.get_owned(segment.first_slot) {
-                self.preparer_request.lock().allocation = Some((owned, local_end));
+                self.preparer_request.lock().allocation = Some((owned, local_end, space_use));
                 self.preparer_wake.notify_one();
             }
         }
@@ -178,6 +189,7 @@ impl LogShared {
             self.slot_size,
             self.durability,
             &|bytes| self.permits(bytes, space_use),
+            space_use != SpaceUse::Compacting,
         )?);
         self.segments.insert(Arc::clone(&segment));
         Ok(segment)

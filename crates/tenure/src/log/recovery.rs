@@ -82,6 +82,7 @@ pub(super) fn create_segment(
     slot_size: u64,
     durability: Durability,
     permit: &dyn Fn(u64) -> bool,
+    allocate_ahead: bool,
 ) -> Result<Segment> {
     let name = Segment::file_name(first_slot);
     let path = storage.path().join(&name);
@@ -102,9 +103,15 @@ pub(super) fn create_segment(
     let segment = Segment::new(first_slot, slot_count, name, file, mapping);
     // A segment of several slots holds one record, written at once: all of it now. Otherwise
     // the lead, so the appender that rolls over finds it ready (the preparer faults it in:
-    // `Segment::fault_in_next_step`) — if the space policy allows; if not, the appender's
-    // space check (`LogShared::make_room`) allocates what it needs or refuses the write.
-    match segment.allocate_to(if slot_count > 1 { length } else { 1 }, permit) {
+    // `Segment::fault_in_next_step`) — if the space policy allows, and unless compaction is
+    // writing (`allocate_ahead`: its copies allocate no lead); otherwise the appender's space
+    // check (`LogShared::make_room`) allocates what it needs or refuses the write.
+    let allocated = match (slot_count > 1, allocate_ahead) {
+        (true, _) => segment.allocate_to(length, permit),
+        (false, true) => segment.allocate_to(1, permit),
+        (false, false) => Ok(()),
+    };
+    match allocated {
         Ok(()) => {}
         Err(error) if slot_count == 1 && super::segment::is_out_of_space(&error) => {}
         Err(error) => return Err(Error::io(&path, "allocate", error)),

@@ -136,10 +136,30 @@ impl Segment {
     /// more bytes (`LogShared::permits`). When the lead is refused, by it or by a full disk,
     /// only what `end` needs is tried; a refusal of that is an `ENOSPC` error.
     pub fn allocate_to(&self, end: u64, permit: &dyn Fn(u64) -> bool) -> std::io::Result<()> {
+        self.allocate(end, permit, true)
+    }
+
+    /// `allocate_to` without the lead: through `end`, rounded up to the allocation alignment.
+    /// Compaction's copies allocate so, so that a compacted store does not keep a lead of
+    /// free space past its tail until something else is written.
+    pub fn allocate_without_lead_to(
+        &self,
+        end: u64,
+        permit: &dyn Fn(u64) -> bool,
+    ) -> std::io::Result<()> {
+        self.allocate(end, permit, false)
+    }
+
+    fn allocate(&self, end: u64, permit: &dyn Fn(u64) -> bool, lead: bool) -> std::io::Result<()> {
         let step = self.allocation_step_bytes;
         let _allocating = self.allocating.lock();
         let allocated = self.allocated_bytes.load(Ordering::Acquire);
-        if self.allocated_far_enough(end, allocated) {
+        let enough = if lead {
+            self.allocated_far_enough(end, allocated)
+        } else {
+            end <= allocated
+        };
+        if enough {
             return Ok(());
         }
         let with_lead = (end + (ALLOCATION_LEAD_STEPS + 1) * step)
@@ -149,7 +169,12 @@ impl Segment {
             .next_multiple_of(ALLOCATION_ALIGNMENT_BYTES)
             .min(self.length());
         let mut refusal = None;
-        for target in [with_lead, needed] {
+        let targets = if lead {
+            [with_lead, needed]
+        } else {
+            [needed, needed]
+        };
+        for target in targets {
             if target <= allocated {
                 return Ok(());
             }

@@ -87,7 +87,11 @@ impl LogShared {
     fn allocate_within(&self, segment: &Segment, end: u64, space_use: SpaceUse) -> Result<()> {
         let segment_start = segment.first_slot * self.slot_size;
         let local_end = (end - segment_start).min(segment.length());
-        let result = segment.allocate_to(local_end, &|bytes| self.permits(bytes, space_use));
+        let permit = |bytes| self.permits(bytes, space_use);
+        let result = match space_use {
+            SpaceUse::Compacting => segment.allocate_without_lead_to(local_end, &permit),
+            SpaceUse::Ordinary | SpaceUse::Deleting => segment.allocate_to(local_end, &permit),
+        };
         match result {
             Ok(()) => {
                 if space_use == SpaceUse::Ordinary {
