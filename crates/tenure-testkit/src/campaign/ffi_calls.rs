@@ -5,7 +5,8 @@
 //! leases, container calls — with well-formed and with bad arguments (NULL pointers, empty
 //! and oversized keys, non-UTF-8 names, bogus handles, handles used after close, double
 //! frees). Every status must be the one the contract names; values read back must match a
-//! reference model; no call may report a panic (`TENURE_ERR_PANIC`).
+//! reference model; no call may report a panic (`TENURE_ERR_PANIC`). It calls the current
+//! forms, not the 0.1 ones kept for ABI 0 (those have their own tests in bindings/c).
 
 use std::collections::BTreeMap;
 use std::ffi::{c_char, CString};
@@ -41,14 +42,15 @@ pub fn run(data: &[u8]) {
     let mut rng = ByteRng::new(data);
     let directory = fresh_directory();
     let path = CString::new(directory.to_str().expect("a UTF-8 temp path")).expect("no NUL");
-    let options = tenure_store_options {
-        durability: 1,
-        segment_size_bytes: 64 << 10,
-        disable_background_compaction: true,
-    };
+    // SAFETY: plain data; TENURE_OPEN_OPTIONS_INIT is the size and zeros.
+    let mut options: tenure_open_options = unsafe { std::mem::zeroed() };
+    options.struct_size = std::mem::size_of::<tenure_open_options>() as u32;
+    options.durability = 1;
+    options.segment_size_bytes = 64 << 10;
+    options.disable_background_compaction = 1;
     let mut store: *mut tenure_store = null_mut();
     // SAFETY: valid path, options and out-pointer.
-    let status = unsafe { tenure_store_open(path.as_ptr(), &options, &mut store) };
+    let status = unsafe { tenure_store_open_with(path.as_ptr(), &options, &mut store) };
     expect("open", status, &[TENURE_OK]);
     let container = CString::new("c").expect("no NUL");
     // SAFETY: valid arguments.
@@ -69,9 +71,10 @@ pub fn run(data: &[u8]) {
         };
         match rng.gen_range(0..16) {
             0..=3 => {
-                // SAFETY: valid pointers and lengths; etag_out NULL (not wanted).
+                // SAFETY: valid pointers and lengths; NULL options (a plain put), etag_out
+                // NULL (not wanted).
                 let status = unsafe {
-                    tenure_put(
+                    tenure_store_write(
                         store,
                         container.as_ptr(),
                         key.as_ptr(),
@@ -90,25 +93,27 @@ pub fn run(data: &[u8]) {
             4..=6 => {
                 let capacity = rng.gen_range(0..80);
                 let mut buffer = vec![0u8; capacity];
-                let mut length = usize::MAX;
-                // SAFETY: buffer of `capacity` bytes (NULL when empty), valid out-pointer.
+                // SAFETY: plain data; the fields the call reads are set below.
+                let mut out: tenure_value_out = unsafe { std::mem::zeroed() };
+                out.buffer = if capacity == 0 {
+                    null_mut()
+                } else {
+                    buffer.as_mut_ptr()
+                };
+                out.capacity = capacity;
+                out.length = usize::MAX;
+                // SAFETY: a buffer of `capacity` bytes (NULL when empty), a valid out-struct.
                 let status = unsafe {
-                    tenure_get(
+                    tenure_store_get_value(
                         store,
                         container.as_ptr(),
                         key.as_ptr(),
                         key.len(),
                         null(),
-                        if capacity == 0 {
-                            null_mut()
-                        } else {
-                            buffer.as_mut_ptr()
-                        },
-                        capacity,
-                        &mut length,
-                        null_mut(),
+                        &mut out,
                     )
                 };
+                let length = out.length;
                 if closed {
                     expect("get after close", status, &[TENURE_ERR_INVALID_ARGUMENT]);
                     continue;
@@ -146,7 +151,7 @@ pub fn run(data: &[u8]) {
                 };
                 // SAFETY: the ABI must refuse these before it reads the key.
                 let status = unsafe {
-                    tenure_put(
+                    tenure_store_write(
                         store,
                         container.as_ptr(),
                         pointer,
@@ -193,7 +198,7 @@ pub fn run(data: &[u8]) {
                 let other = KEYS[rng.gen_range(0..KEYS.len())];
                 // SAFETY: valid arguments.
                 unsafe {
-                    let first = tenure_batch_put(
+                    let first = tenure_batch_add_write(
                         batch,
                         container.as_ptr(),
                         key.as_ptr(),
@@ -203,7 +208,7 @@ pub fn run(data: &[u8]) {
                         null(),
                     );
                     expect("batch put", first, &[TENURE_OK]);
-                    let second = tenure_batch_put(
+                    let second = tenure_batch_add_write(
                         batch,
                         container.as_ptr(),
                         other.as_ptr(),
@@ -234,21 +239,22 @@ pub fn run(data: &[u8]) {
                     continue;
                 }
                 let mut buffer = vec![0u8; 80];
-                let mut length = 0usize;
-                // SAFETY: valid buffer and out-pointers.
+                // SAFETY: plain data; the fields the call reads are set below.
+                let mut out: tenure_value_out = unsafe { std::mem::zeroed() };
+                out.buffer = buffer.as_mut_ptr();
+                out.capacity = buffer.len();
+                // SAFETY: a valid buffer and out-struct.
                 let status = unsafe {
-                    tenure_snapshot_get(
+                    tenure_snapshot_get_value(
                         snapshot,
                         container.as_ptr(),
                         key.as_ptr(),
                         key.len(),
                         null(),
-                        buffer.as_mut_ptr(),
-                        buffer.len(),
-                        &mut length,
-                        null_mut(),
+                        &mut out,
                     )
                 };
+                let length = out.length;
                 match model.get(key) {
                     Some(expected) => {
                         expect("snapshot get", status, &[TENURE_OK]);
@@ -270,15 +276,18 @@ pub fn run(data: &[u8]) {
             13 => {
                 let mut lease = std::mem::MaybeUninit::<tenure_lease>::zeroed();
                 let seconds = [15i64, 0, -1, 61, -5][rng.gen_range(0..5)];
+                // SAFETY: plain data; TENURE_LEASE_OPTIONS_INIT is the size and zeros.
+                let mut options: tenure_lease_options = unsafe { std::mem::zeroed() };
+                options.struct_size = std::mem::size_of::<tenure_lease_options>() as u32;
+                options.duration_seconds = seconds;
                 // SAFETY: valid arguments; the out-struct is plain data.
                 let status = unsafe {
-                    tenure_lease_acquire(
+                    tenure_store_acquire_lease(
                         store,
                         container.as_ptr(),
                         key.as_ptr(),
                         key.len(),
-                        seconds,
-                        null(),
+                        &options,
                         lease.as_mut_ptr(),
                     )
                 };
@@ -296,7 +305,7 @@ pub fn run(data: &[u8]) {
                     let lease = unsafe { lease.assume_init() };
                     // SAFETY: the id is a NUL-terminated buffer inside the struct.
                     let released = unsafe {
-                        tenure_lease_release(
+                        tenure_store_release_lease(
                             store,
                             container.as_ptr(),
                             key.as_ptr(),

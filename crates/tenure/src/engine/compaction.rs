@@ -36,6 +36,10 @@ const RELOCATION_GROUP_BYTES: usize = 1 << 20;
 /// Rounds of copying for items whose copy lost a race with a write; past them the segment
 /// stays until a later compaction.
 const RELOCATION_ROUNDS: usize = 16;
+/// How long compaction waits, per segment, for snapshots opened before its copies were
+/// swapped in to close before it leaves the segment for a later pass.
+const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+const SNAPSHOT_POLL: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// The background compaction cleans the oldest sealed segment only once at least this share
 /// of its bytes is dead (`compact()` cleans every segment). Why: cleaning copies what is
@@ -174,9 +178,12 @@ impl Engine {
             // at older versions) must be visible before the old segment goes: a reader that
             // starts after the removal then reads at least that version.
             self.log.wait(self.log.last_reserved_version())?;
-            // Any open snapshot defers removal: it may read old versions in the segment, or
-            // hold values borrowed from its mapping (`Snapshot::get_borrowed`).
-            if self.oldest_snapshot.load(Ordering::Acquire) != u64::MAX {
+            // A snapshot opened before the copies were swapped in may read old versions in
+            // the segment, or hold values borrowed from its mapping
+            // (`Snapshot::get_borrowed`); one opened after reads only the copies and newer
+            // segments. Short-lived snapshots come and go all the time on a busy store, so
+            // the earlier ones get a bounded wait to close before the removal is deferred.
+            if !self.snapshots_all_opened_after_the_swap() {
                 report.deferred_by_snapshot = true;
                 break;
             }
@@ -193,6 +200,24 @@ impl Engine {
             self.log.collect_removed_segments();
         }
         Ok((report, stopped_at_live))
+    }
+
+    /// Whether every open snapshot was opened after the caller's copies were swapped in,
+    /// waiting up to `SNAPSHOT_WAIT` for earlier ones to close. A new generation starts under
+    /// the lock snapshots register under, so a snapshot either belongs to an older one (and is
+    /// waited for) or registers later and reads the visible version after the swap.
+    fn snapshots_all_opened_after_the_swap(&self) -> bool {
+        let generation = self.snapshots.lock().start_generation();
+        let deadline = std::time::Instant::now() + SNAPSHOT_WAIT;
+        loop {
+            if self.snapshots.lock().oldest_generation() >= generation {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(SNAPSHOT_POLL);
+        }
     }
 
     /// Copies the segment's live data forward, unless less than `minimum_dead_percent` of it

@@ -17,6 +17,8 @@ pub struct Snapshot<'store> {
     /// The version registered in `OpenSnapshots`, at most `version`: it keeps at least what
     /// `version` needs from prunes.
     registered_version: Version,
+    /// The compaction generation it was opened in (`OpenSnapshots::start_generation`).
+    generation: u64,
     version: Version,
     now: Timestamp,
 }
@@ -39,13 +41,14 @@ impl Engine {
         // Registered under the lock that prunes take, so no prune drops what this pins.
         let mut snapshots = self.snapshots.lock();
         let registered_version = self.version();
-        snapshots.register(registered_version);
+        let generation = snapshots.register(registered_version);
         self.oldest_snapshot
             .store(snapshots.oldest(), Ordering::SeqCst);
         drop(snapshots);
         let mut snapshot = Snapshot {
             store: self,
             registered_version,
+            generation,
             version: registered_version,
             now: self.now(),
         };
@@ -177,7 +180,7 @@ impl Drop for Snapshot<'_> {
             return;
         }
         let mut snapshots = self.store.snapshots.lock();
-        snapshots.release(self.registered_version);
+        snapshots.release(self.registered_version, self.generation);
         self.store
             .oldest_snapshot
             .store(snapshots.oldest(), Ordering::SeqCst);
