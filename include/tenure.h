@@ -1829,9 +1829,9 @@ tenure_status tenure_store_set_container_metadata(tenure_store *store,
 /*
  Reads an item as of the snapshot without copying its value: `*view_out` lends the bytes
  from the store's mapped log until tenure_snapshot_free(snapshot). Compaction removes no
- segment while a snapshot is open and a written record is never written again, so the bytes
- stay valid and unchanged for that long, whatever is written, compacted or closed meanwhile
- (LMDB's rule for a read transaction). `options` (NULL = none) as for
+ segment the snapshot may read while it is open, and a written record is never written
+ again, so the bytes stay valid and unchanged for that long, whatever is written, compacted
+ or closed meanwhile (LMDB's rule for a read transaction). `options` (NULL = none) as for
  tenure_store_get_value.
  */
 tenure_status tenure_snapshot_get_view(const tenure_snapshot *snapshot,

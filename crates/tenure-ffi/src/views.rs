@@ -46,9 +46,9 @@ fn view_of(value: &[u8], version: u64, last_modified: u64, expires_at: Option<u6
 
 /// Reads an item as of the snapshot without copying its value: `*view_out` lends the bytes
 /// from the store's mapped log until tenure_snapshot_free(snapshot). Compaction removes no
-/// segment while a snapshot is open and a written record is never written again, so the bytes
-/// stay valid and unchanged for that long, whatever is written, compacted or closed meanwhile
-/// (LMDB's rule for a read transaction). `options` (NULL = none) as for
+/// segment the snapshot may read while it is open, and a written record is never written
+/// again, so the bytes stay valid and unchanged for that long, whatever is written, compacted
+/// or closed meanwhile (LMDB's rule for a read transaction). `options` (NULL = none) as for
 /// tenure_store_get_value.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_snapshot_get_view(

@@ -39,9 +39,9 @@ impl<'store> Snapshot<'store> {
     }
 
     /// Reads an item without copying its value: the value borrows the store's mapped log for
-    /// as long as the snapshot lives (LMDB's contract). Compaction removes no segment while a
-    /// snapshot is open, and complete records are never written again, so the bytes stay
-    /// valid and unchanged.
+    /// as long as the snapshot lives (LMDB's contract). Compaction removes no segment the
+    /// snapshot may read while it is open, and complete records are never written again, so
+    /// the bytes stay valid and unchanged.
     pub fn get_borrowed(
         &self,
         container: &str,

@@ -92,7 +92,7 @@ impl Engine {
 /// finds the copy. Not observed in a test — a guard for a narrow window; deferring the table
 /// removal through the epoch would close it at the source. A real corruption fails every
 /// attempt and is reported. A snapshot's read (`repeatable`) is not retried: compaction
-/// removes no segment while a snapshot is open.
+/// removes no segment a snapshot may read while the snapshot is open.
 pub(crate) fn retrying_plain_read<T>(
     repeatable: bool,
     mut attempt: impl FnMut() -> Result<T>,

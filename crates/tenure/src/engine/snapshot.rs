@@ -87,8 +87,9 @@ impl Snapshot<'_> {
 
     /// Reads an item without copying its value: the value borrows the log's mapping for as
     /// long as the snapshot lives (LMDB's contract). Compaction does not remove a segment
-    /// while any snapshot is open, and a segment is never written again once its records
-    /// are complete, so the bytes stay valid and unchanged.
+    /// while a snapshot opened before its copies were swapped in is open (later ones never
+    /// read from it), and a segment is never written again once its records are complete,
+    /// so the bytes stay valid and unchanged.
     pub(crate) fn get_borrowed(
         &self,
         container: &str,
@@ -101,7 +102,8 @@ impl Snapshot<'_> {
             Some(location) => {
                 let bytes = self.store.value_bytes(location, &guard)?;
                 // SAFETY: the slice points into a segment mapping that outlives this snapshot:
-                // compaction removes no segment while a snapshot is registered, segments are
+                // compaction removes no segment this snapshot may read while it is registered
+                // (`Engine::snapshots_all_opened_after_the_swap`), segments are
                 // unmapped only when the store (which this snapshot borrows) is dropped, and
                 // complete records are never written again.
                 unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) }
