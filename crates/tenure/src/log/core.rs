@@ -14,7 +14,6 @@ use portable_atomic::AtomicU128;
 use super::completion::CompletionTracker;
 use super::group_commit::FlushState;
 use super::segment::{Segment, SegmentTable};
-use super::space::SpaceUse;
 use super::staging::Staging;
 use super::superblock::Superblock;
 use crate::storage::{Storage, StorageFile};
@@ -106,7 +105,8 @@ pub(crate) struct PreparerWork {
     /// Create the segment of this slot.
     pub(super) segment_slot: Option<u64>,
     /// Allocate this segment's next step of space, past this local end.
-    pub(super) allocation: Option<(Arc<Segment>, u64, SpaceUse)>,
+    /// With `false` for compaction's copies, which allocate no lead: only fault in.
+    pub(super) allocation: Option<(Arc<Segment>, u64, bool)>,
     pub(super) stop: bool,
 }
 

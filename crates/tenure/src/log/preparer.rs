@@ -58,12 +58,12 @@ impl LogShared {
             if work.stop {
                 return;
             }
-            if let Some((segment, end, space_use)) = work.allocation {
-                if space_use == SpaceUse::Compacting {
+            if let Some((segment, end, allocate_lead)) = work.allocation {
+                if allocate_lead {
+                    segment.prepare_ahead(end, &|bytes| self.permits(bytes, SpaceUse::Ordinary));
+                } else {
                     // Compaction's copies allocate no lead: fault in what they allocated.
                     segment.prefault_ahead(end);
-                } else {
-                    segment.prepare_ahead(end, &|bytes| self.permits(bytes, SpaceUse::Ordinary));
                 }
                 faulting_in = true;
             }
@@ -148,7 +148,8 @@ impl LogShared {
         })?;
         if ask_ahead {
             if let Some(owned) = self.segments.get_owned(segment.first_slot) {
-                self.preparer_request.lock().allocation = Some((owned, local_end, space_use));
+                let allocate_lead = space_use != SpaceUse::Compacting;
+                self.preparer_request.lock().allocation = Some((owned, local_end, allocate_lead));
                 self.preparer_wake.notify_one();
             }
         }
