@@ -213,6 +213,14 @@ fn store_options(
             Ok(number)
         };
         let as_usize = |number: u64| usize::try_from(number).unwrap_or(usize::MAX);
+        // `None` for a Python None, else what `read` makes of the value.
+        let optional = |read: &dyn Fn(&'static str) -> PyResult<u64>, argument: &'static str| {
+            if value.is_none() {
+                Ok(None)
+            } else {
+                read(argument).map(Some)
+            }
+        };
         match name.as_str() {
             "segment_size_bytes" => {
                 store_options.segment_size_bytes = positive("segment_size_bytes")?
@@ -249,36 +257,17 @@ fn store_options(
                 store_options.read_only = value.extract()?;
             }
             "change_feed_retention_versions" => {
-                store_options.change_feed_retention_versions = if value.is_none() {
-                    None
-                } else {
-                    Some(positive("change_feed_retention_versions")?)
-                }
+                store_options.change_feed_retention_versions =
+                    optional(&positive, "change_feed_retention_versions")?
             }
             "change_feed_retention_bytes" => {
-                store_options.change_feed_retention_bytes = if value.is_none() {
-                    None
-                } else {
-                    Some(positive("change_feed_retention_bytes")?)
-                }
+                store_options.change_feed_retention_bytes =
+                    optional(&positive, "change_feed_retention_bytes")?
             }
-            "quota_bytes" => {
-                store_options.quota_bytes = if value.is_none() {
-                    None
-                } else {
-                    Some(positive("quota_bytes")?)
-                }
-            }
+            "quota_bytes" => store_options.quota_bytes = optional(&positive, "quota_bytes")?,
             "space_reserve_bytes" => {
-                store_options.space_reserve_bytes = if value.is_none() {
-                    None
-                } else {
-                    Some(convert::count(
-                        "space_reserve_bytes",
-                        &value,
-                        u64::MAX >> 1,
-                    )?)
-                }
+                let count = |argument| convert::count(argument, &value, u64::MAX >> 1);
+                store_options.space_reserve_bytes = optional(&count, "space_reserve_bytes")?
             }
             other => {
                 return Err(PyTypeError::new_err(format!(

@@ -48,16 +48,7 @@ pub unsafe extern "C" fn tenure_store_open(
             let mut store_options = StoreOptions::default();
             // SAFETY: NULL or a valid struct.
             if let Some(options) = unsafe { options.as_ref() } {
-                store_options.durability = match options.durability {
-                    0 => Durability::Sync,
-                    1 => Durability::Buffered,
-                    other => {
-                        return Err(invalid(
-                            "options.durability",
-                            format!("must be 0 (sync) or 1 (buffered), not {other}"),
-                        ))
-                    }
-                };
+                store_options.durability = durability(options.durability)?;
                 if options.segment_size_bytes != 0 {
                     store_options.segment_size_bytes = options.segment_size_bytes;
                 }
@@ -126,6 +117,18 @@ unsafe fn open_store(
     Ok(())
 }
 
+/// `options.durability` of either open: 0 = sync, 1 = buffered.
+fn durability(value: u32) -> Result<Durability, Fail> {
+    match value {
+        0 => Ok(Durability::Sync),
+        1 => Ok(Durability::Buffered),
+        other => Err(invalid(
+            "options.durability",
+            format!("must be 0 (sync) or 1 (buffered), not {other}"),
+        )),
+    }
+}
+
 /// The engine's options for `options`, each field checked.
 fn open_options(options: &tenure_open_options) -> Result<StoreOptions, Fail> {
     let flag = |argument: &'static str, value: u32| match value {
@@ -134,16 +137,7 @@ fn open_options(options: &tenure_open_options) -> Result<StoreOptions, Fail> {
         other => Err(invalid(argument, format!("must be 0 or 1, not {other}"))),
     };
     let mut store_options = StoreOptions {
-        durability: match options.durability {
-            0 => Durability::Sync,
-            1 => Durability::Buffered,
-            other => {
-                return Err(invalid(
-                    "options.durability",
-                    format!("must be 0 (sync) or 1 (buffered), not {other}"),
-                ))
-            }
-        },
+        durability: durability(options.durability)?,
         read_only: flag("options.read_only", options.read_only)?,
         change_feed_retention_versions: (options.change_feed_retention_versions != 0)
             .then_some(options.change_feed_retention_versions),
