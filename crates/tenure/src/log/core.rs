@@ -61,7 +61,7 @@ impl Default for LogOptions {
 /// The store's space policy (`StoreOptions::space_reserve_bytes` and `quota_bytes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpacePolicy {
-    /// Bytes of the device that ordinary writes leave free, for reclaiming ones.
+    /// Bytes of the device that ordinary writes leave free, for deletes and compaction.
     pub reserve_bytes: u64,
     /// The most bytes the store's segments may take on disk for ordinary writes.
     pub quota_bytes: Option<u64>,
@@ -133,7 +133,8 @@ pub(crate) struct LogShared {
     /// Held while an appender makes room (`LogShared::make_room`).
     pub(super) space_lock: Mutex<()>,
     pub(super) space_policy: SpacePolicy,
-    /// The last ordinary allocation was refused (`SpaceState::storage_full`).
+    /// The last ordinary allocation was refused, and none has succeeded since
+    /// (`LogShared::space_is_short`).
     pub(super) storage_full: AtomicBool,
     pub(super) flush: Mutex<FlushState>,
     pub(super) flush_done: Condvar,

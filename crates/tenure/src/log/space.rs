@@ -82,8 +82,8 @@ impl LogShared {
         Ok(())
     }
 
-    /// Allocates `segment` through the global offset `end` (and a lead beyond, as the policy
-    /// allows).
+    /// Allocates `segment` through the global offset `end`, and a lead beyond as the policy
+    /// allows (none for compaction's copies).
     fn allocate_within(&self, segment: &Segment, end: u64, space_use: SpaceUse) -> Result<()> {
         let segment_start = segment.first_slot * self.slot_size;
         let local_end = (end - segment_start).min(segment.length());
@@ -153,8 +153,8 @@ impl LogShared {
         }
     }
 
-    /// Space is short: ordinary writes are refused, or would be at the next allocation.
-    /// Compaction then gives removed segments' space back at once (`Log::compact` callers).
+    /// Space is short: the last ordinary allocation was refused, or less than twice the
+    /// reserve is free. Compaction then gives each removed segment's space back at once.
     pub(super) fn space_is_short(&self) -> bool {
         self.storage_full.load(Ordering::Acquire)
             || !self.permits(self.space_policy.reserve_bytes, SpaceUse::Ordinary)
