@@ -180,6 +180,11 @@ typedef enum {
    */
   TENURE_ERR_STORAGE_FULL = 507,
   /*
+   A cluster store's members did not answer within the deadline; the message says whether
+   a write's outcome is unknown (read the item before writing again).
+   */
+  TENURE_ERR_UNAVAILABLE = 508,
+  /*
    tenure panicked; the message says where. Nothing unwinds into C.
    */
   TENURE_ERR_PANIC = 900,
@@ -1556,15 +1561,17 @@ tenure_status tenure_snapshot_get(const tenure_snapshot *snapshot,
 tenure_status tenure_snapshot_free(tenure_snapshot *snapshot);
 
 /*
- Opens (creating if needed) the store in directory `path`.
+ Opens (creating if needed) the store in directory `path`, or the store that an
+ `etcd://host:port[,host:port...]/prefix` URL names on an etcd cluster (docs/etcd.md). On a
+ cluster, a call that gets no answer from a quorum in time fails with TENURE_ERR_UNAVAILABLE.
  */
 tenure_status tenure_store_open(const char *path,
                                 const tenure_store_options *options,
                                 tenure_store **store_out);
 
 /*
- Opens (creating if needed, unless read-only) the store in directory `path` with
- `options` (NULL = the defaults). With `options->read_only`, the store must exist: it is
+ Opens (creating if needed, unless read-only) the store in directory `path` (or at an
+ `etcd://` URL, as `tenure_store_open`) with `options` (NULL = the defaults). With `options->read_only`, the store must exist: it is
  opened beside any process that holds it, and every write through the handle fails with
  TENURE_ERR_READ_ONLY.
  */

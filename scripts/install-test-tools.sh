@@ -2,7 +2,7 @@
 # Installs what the test suite needs and the machine lacks: cbindgen (the C header is diffed
 # against it), cargo-deny (licenses, bans, sources), cargo-fuzz (the fuzz targets), clippy and
 # rustfmt, valgrind and clang (the C programs), redis-server and memcached (the comparison's
-# lease rows).
+# lease rows), etcd (the etcd backend's cluster).
 # Idempotent: a tool at the pinned version is left alone. scripts/test-all.sh runs it first.
 set -euo pipefail
 
@@ -36,6 +36,8 @@ command -v memcached >/dev/null 2>&1 || missing_packages+=(memcached)
 command -v pkg-config >/dev/null 2>&1 || missing_packages+=(pkg-config)
 # clang: the C programs and the C++ wrapper are also compiled with it.
 command -v clang >/dev/null 2>&1 || missing_packages+=(clang)
+# etcd 3.4: the etcd backend's tests run against a 3-member cluster (scripts/etcd-cluster.sh).
+command -v etcd >/dev/null 2>&1 || missing_packages+=(etcd-server)
 if [ "${#missing_packages[@]}" -gt 0 ]; then
   echo "installing ${missing_packages[*]} (Debian packages)"
   sudo_prefix=()

@@ -33,8 +33,8 @@ step "cargo-deny: licenses, bans, sources (offline)"
 cargo fetch --locked
 cargo deny --offline --locked check licenses bans sources
 
-step "tests"
-cargo test --workspace --locked
+step "tests (the etcd backend's against a 3-member cluster, scripts/etcd-cluster.sh)"
+bash scripts/etcd-cluster.sh env TENURE_REQUIRE_ETCD=1 cargo test --workspace --locked
 # The integration tests' scratch stores (CARGO_TARGET_TMPDIR) are kept for a look after a
 # failure; once every test passed they are only disk.
 rm -rf "$target_directory/tmp"

@@ -205,6 +205,7 @@ static const char *family(tenure_status status) {
     case TENURE_ERR_USED_AFTER_FORK:
     case TENURE_ERR_BUSY:
     case TENURE_ERR_STORAGE_FULL:
+    case TENURE_ERR_UNAVAILABLE:
         return "5xx";
     case TENURE_ERR_PANIC:
     case TENURE_ERR_BUFFER_TOO_SMALL:

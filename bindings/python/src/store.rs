@@ -279,7 +279,8 @@ fn store_options(
     Ok(store_options)
 }
 
-/// Opens (creating if needed) the store in directory `path`.
+/// Opens (creating if needed) the store in directory `path`, or the store that an
+/// ``etcd://host:port[,host:port...]/prefix`` URL names on an etcd cluster (docs/etcd.md).
 #[pyfunction]
 #[pyo3(signature = (path, *, durability = "sync", clock = None, **options))]
 pub fn open(
@@ -295,7 +296,10 @@ pub fn open(
         _ => "sync",
     };
     let opened = py
-        .detach(|| EngineStore::open(&path, store_options))
+        .detach(|| match path.to_str() {
+            Some(location) => tenure_etcd::open_location(location, store_options),
+            None => EngineStore::open(&path, store_options),
+        })
         .py_result(py)?;
     Ok(Store {
         handle: Arc::new(Handle {

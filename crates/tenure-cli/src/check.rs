@@ -25,6 +25,13 @@ pub struct RepairArgs {
 /// A directory with a superblock or segment files (verify and repair also look at stores that
 /// lost their superblock).
 fn check_present(directory: &Path) -> CliResult<()> {
+    if common::is_cluster(directory) {
+        return Err(CliError::usage(
+            "DIR",
+            "verify and repair read a local store's files; etcd checks its own (etcdctl \
+             endpoint health, etcdctl check perf)",
+        ));
+    }
     let has_files = std::fs::read_dir(directory).is_ok_and(|entries| {
         entries.flatten().any(|entry| {
             let name = entry.file_name();

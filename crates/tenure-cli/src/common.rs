@@ -22,6 +22,7 @@ pub const EXIT_CORRUPTION: u8 = 5;
 pub const EXIT_IO: u8 = 6;
 pub const EXIT_COMPACTED: u8 = 7;
 pub const EXIT_STORAGE_FULL: u8 = 8;
+pub const EXIT_UNAVAILABLE: u8 = 9;
 
 /// How to print.
 pub struct Output {
@@ -181,6 +182,7 @@ impl From<Error> for CliError {
             ErrorCode::Io | ErrorCode::Closed | ErrorCode::UsedAfterFork => EXIT_IO,
             ErrorCode::Compacted => EXIT_COMPACTED,
             ErrorCode::StorageFull => EXIT_STORAGE_FULL,
+            ErrorCode::Unavailable => EXIT_UNAVAILABLE,
             _ => EXIT_PROBLEMS,
         };
         let oldest_available = match &error {
@@ -229,6 +231,18 @@ impl From<Error> for CliError {
                  with compact's --change-feed-retention-versions / -bytes",
                 oldest_available.saturating_sub(1)
             ),
+            Error::Unavailable {
+                endpoints,
+                reason,
+                outcome_unknown,
+            } => format!(
+                "the cluster at {endpoints} {reason}; {}",
+                if *outcome_unknown {
+                    "the write's outcome is unknown: read the item before writing again"
+                } else {
+                    "nothing was committed"
+                }
+            ),
             other => other.to_string(),
         };
         CliError {
@@ -276,26 +290,43 @@ pub fn store_options() -> StoreOptions {
     }
 }
 
-/// Opens an existing store; a missing one is an error (exit 3), never silently created.
+/// Whether a DIR argument names a store on an etcd cluster (`etcd://host:port/prefix`).
+pub fn is_cluster(location: &Path) -> bool {
+    location.to_str().is_some_and(tenure_etcd::is_etcd_url)
+}
+
+/// Opens (creating if needed) the store at `location`: a directory or an `etcd://` URL.
+pub fn open_store(location: &Path, options: StoreOptions) -> CliResult<Store> {
+    match location
+        .to_str()
+        .filter(|text| tenure_etcd::is_etcd_url(text))
+    {
+        Some(url) => Ok(tenure_etcd::open(url, options)?),
+        None => Ok(Store::open(location, options)?),
+    }
+}
+
+/// Opens an existing store; a missing directory is an error (exit 3), never silently
+/// created. A store on a cluster exists as soon as it is reachable.
 pub fn open_existing(directory: &Path) -> CliResult<Store> {
-    if !store_exists(directory) {
+    if !is_cluster(directory) && !store_exists(directory) {
         return Err(CliError::no_store(directory));
     }
-    Ok(Store::open(directory, store_options())?)
+    open_store(directory, store_options())
 }
 
 /// Opens an existing store for reading only: it takes no lock, so it works beside an
 /// application that holds the store open, and sees the store as its files held it at the
 /// open (docs/spec.md §1). The inspection commands use it.
 pub fn open_read_only(directory: &Path) -> CliResult<Store> {
-    if !store_exists(directory) {
+    if !is_cluster(directory) && !store_exists(directory) {
         return Err(CliError::no_store(directory));
     }
     let options = StoreOptions {
         read_only: true,
         ..store_options()
     };
-    Ok(Store::open(directory, options)?)
+    open_store(directory, options)
 }
 
 /// Closes the store, reporting a failed final flush.

@@ -1,7 +1,7 @@
 //! `tenure container create | delete | list | show`.
 
 use serde_json::{json, Value};
-use tenure::{ContainerOptions, ContainerWriteOptions, Store};
+use tenure::{ContainerOptions, ContainerWriteOptions};
 
 use crate::common::{
     self, format_time, open_existing, About, CliError, CliResult, ConditionArgs, Output,
@@ -65,7 +65,7 @@ pub fn run(command: ContainerCommand, output: &Output) -> CliResult {
                 metadata: common::parse_metadata(&metadata)?,
                 default_ttl_seconds: default_ttl,
             };
-            let handle = Store::open(&store.dir, common::store_options())?;
+            let handle = common::open_store(&store.dir, common::store_options())?;
             let created = match handle.create_container(&name, &options) {
                 Ok(_) => true,
                 Err(error)

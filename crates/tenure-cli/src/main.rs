@@ -38,6 +38,8 @@ Exit codes:
      available version is printed (resume from it)
   8  StorageFull (507): the disk (or --quota-bytes) has no room for the write; nothing changed.
      Deletes and `tenure compact` still work and free space; `tenure stat` shows it
+  9  Unavailable (503): the etcd cluster of an etcd:// store did not answer in time; the
+     message says whether a write's outcome is unknown
 
 Errors print the code name of docs/spec.md §12, its status, the container and key they concern,
 one line of explanation and the item's current ETag where the engine reports one, on stderr;
@@ -109,7 +111,8 @@ enum Command {
 /// A store directory argument.
 #[derive(clap::Args, Debug, Clone)]
 pub struct StoreDir {
-    /// The store directory.
+    /// The store directory, or etcd://host:port[,host:port...]/prefix for a store on an etcd
+    /// cluster.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
 }

@@ -31,6 +31,15 @@ pub struct CompactArgs {
 /// What the files under `directory` take on disk: their allocated blocks (what `du` counts),
 /// and their lengths. A segment file is as long as a segment from the start, its blocks
 /// allocated as the log fills it, so only the blocks say how much space compaction gave back.
+/// [`disk_usage`] of a store's directory; for a store on an etcd cluster, the size of the
+/// cluster's database file (`store_bytes`, as the store reports it) for both.
+fn store_usage(location: &Path, store_bytes: u64) -> CliResult<(u64, u64)> {
+    if common::is_cluster(location) {
+        return Ok((store_bytes, store_bytes));
+    }
+    disk_usage(location)
+}
+
 fn disk_usage(directory: &Path) -> CliResult<(u64, u64)> {
     let mut allocated = 0u64;
     let mut length = 0u64;
@@ -62,7 +71,7 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
     let store = common::open_read_only(&args.store.dir)?;
     let stats = store.stats()?;
     common::close(store)?;
-    let (disk_bytes, _) = disk_usage(&args.store.dir)?;
+    let (disk_bytes, _) = store_usage(&args.store.dir, stats.store_bytes)?;
     if output.json {
         let containers: Vec<_> = stats
             .containers
@@ -170,7 +179,7 @@ pub fn compact(args: &CompactArgs, output: &Output) -> CliResult {
             return Err(CliError::usage(flag, "must be at least 1"));
         }
     }
-    if !common::store_exists(&args.store.dir) {
+    if !common::is_cluster(&args.store.dir) && !common::store_exists(&args.store.dir) {
         return Err(CliError::no_store(&args.store.dir));
     }
     let options = tenure::StoreOptions {
@@ -178,8 +187,8 @@ pub fn compact(args: &CompactArgs, output: &Output) -> CliResult {
         change_feed_retention_bytes: args.change_feed_retention_bytes,
         ..common::store_options()
     };
-    let store = tenure::Store::open(&args.store.dir, options)?;
-    let (disk_before, files_before) = disk_usage(&args.store.dir)?;
+    let store = common::open_store(&args.store.dir, options)?;
+    let (disk_before, files_before) = store_usage(&args.store.dir, store.log_bytes())?;
     let log_before = store.log_bytes();
     // compact() removes sealed segments oldest first, moving the log's start forward: the bar
     // follows the start while compaction runs on another thread.
@@ -205,7 +214,7 @@ pub fn compact(args: &CompactArgs, output: &Output) -> CliResult {
     let log_after = store.log_bytes();
     common::close(store)?;
     // After the close: files the compaction let go of are gone by now.
-    let (disk_after, files_after) = disk_usage(&args.store.dir)?;
+    let (disk_after, files_after) = store_usage(&args.store.dir, log_after)?;
     if output.json {
         output.print_json(&json!({
             "segments_removed": report.segments_removed,

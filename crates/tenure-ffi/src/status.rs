@@ -62,6 +62,9 @@ pub enum tenure_status {
     /// The disk or the store's quota is full: the write was refused and nothing changed;
     /// reads, deletes and compaction go on, and writes succeed again once space is freed.
     TENURE_ERR_STORAGE_FULL = 507,
+    /// A cluster store's members did not answer within the deadline; the message says whether
+    /// a write's outcome is unknown (read the item before writing again).
+    TENURE_ERR_UNAVAILABLE = 508,
     // 9xx: the C boundary itself.
     /// tenure panicked; the message says where. Nothing unwinds into C.
     TENURE_ERR_PANIC = 900,
@@ -72,7 +75,7 @@ pub enum tenure_status {
 pub use tenure_status::*;
 
 /// Every status, in number order.
-pub(crate) const ALL_STATUSES: [tenure_status; 36] = [
+pub(crate) const ALL_STATUSES: [tenure_status; 37] = [
     TENURE_OK,
     TENURE_ERR_NOT_MODIFIED,
     TENURE_ERR_INVALID_ARGUMENT,
@@ -107,6 +110,7 @@ pub(crate) const ALL_STATUSES: [tenure_status; 36] = [
     TENURE_ERR_USED_AFTER_FORK,
     TENURE_ERR_BUSY,
     TENURE_ERR_STORAGE_FULL,
+    TENURE_ERR_UNAVAILABLE,
     TENURE_ERR_PANIC,
     TENURE_ERR_BUFFER_TOO_SMALL,
 ];

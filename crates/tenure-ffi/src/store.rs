@@ -36,7 +36,9 @@ pub(crate) unsafe fn item_target<'a>(
     Ok((store, container, key))
 }
 
-/// Opens (creating if needed) the store in directory `path`.
+/// Opens (creating if needed) the store in directory `path`, or the store that an
+/// `etcd://host:port[,host:port...]/prefix` URL names on an etcd cluster (docs/etcd.md). On a
+/// cluster, a call that gets no answer from a quorum in time fails with TENURE_ERR_UNAVAILABLE.
 #[no_mangle]
 pub unsafe extern "C" fn tenure_store_open(
     path: *const c_char,
@@ -63,8 +65,8 @@ pub unsafe extern "C" fn tenure_store_open(
     })
 }
 
-/// Opens (creating if needed, unless read-only) the store in directory `path` with
-/// `options` (NULL = the defaults). With `options->read_only`, the store must exist: it is
+/// Opens (creating if needed, unless read-only) the store in directory `path` (or at an
+/// `etcd://` URL, as `tenure_store_open`) with `options` (NULL = the defaults). With `options->read_only`, the store must exist: it is
 /// opened beside any process that holds it, and every write through the handle fails with
 /// TENURE_ERR_READ_ONLY.
 #[no_mangle]
@@ -110,7 +112,7 @@ unsafe fn open_store(
     if path.is_empty() {
         return Err(invalid("path", "is empty"));
     }
-    let store = Store::open(path, store_options()?)?;
+    let store = tenure_etcd::open_location(path, store_options()?)?;
     let handle = handles::register(Object::Store(Some(Arc::new(store))))?;
     // SAFETY: checked non-NULL.
     unsafe { *store_out = handle as *mut tenure_store };

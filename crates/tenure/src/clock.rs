@@ -12,6 +12,11 @@ pub const MICROS_PER_SECOND: u64 = 1_000_000;
 /// A source of the current time. The store owns one and asks it at every decision.
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> Timestamp;
+    /// Whether tests move this clock by hand: a cluster backend, whose time is the cluster's,
+    /// refuses such a clock.
+    fn is_manual(&self) -> bool {
+        false
+    }
 }
 
 /// Wall-clock time read once at creation, then advanced by a monotonic clock, so within one
@@ -123,6 +128,10 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
         self.now_micros.load(Ordering::SeqCst)
+    }
+
+    fn is_manual(&self) -> bool {
+        true
     }
 }
 

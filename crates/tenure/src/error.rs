@@ -91,6 +91,7 @@ error_codes! {
     Closed = 500, 504, "the store was closed";
     UsedAfterFork = 500, 505, "the store was opened by another process and reached this one through fork(); open it here";
     Busy = 503, 506, "gave up after too many concurrent writes to the same keys; nothing changed; try again";
+    Unavailable = 503, 508, "the cluster did not answer within the deadline (no quorum, or no member reachable); the message says whether the write's outcome is unknown";
     StorageFull = 507, 507, "the disk or the store's quota is full: the write was refused and nothing changed; reads, deletes and compaction go on, and writes succeed again once space is freed";
 }
 
@@ -175,6 +176,14 @@ pub enum Error {
         store_bytes: u64,
         quota_bytes: Option<u64>,
     },
+    /// A cluster backend got no answer from a quorum within the deadline. With
+    /// `outcome_unknown`, a write was sent and may or may not have been committed: read the
+    /// item before retrying. Without it, nothing was committed.
+    Unavailable {
+        endpoints: String,
+        reason: String,
+        outcome_unknown: bool,
+    },
 }
 
 impl Error {
@@ -190,6 +199,7 @@ impl Error {
             Error::Closed => ErrorCode::Closed,
             Error::UsedAfterFork { .. } => ErrorCode::UsedAfterFork,
             Error::StorageFull { .. } => ErrorCode::StorageFull,
+            Error::Unavailable { .. } => ErrorCode::Unavailable,
         }
     }
 
@@ -206,25 +216,21 @@ impl Error {
         }
     }
 
-    pub(crate) fn invalid(argument: &'static str, reason: impl Into<String>) -> Error {
+    pub fn invalid(argument: &'static str, reason: impl Into<String>) -> Error {
         Error::InvalidArgument {
             argument,
             reason: reason.into(),
         }
     }
 
-    pub(crate) fn rejected(code: ErrorCode) -> Error {
+    pub fn rejected(code: ErrorCode) -> Error {
         Error::Rejected {
             code,
             current_etag: None,
         }
     }
 
-    pub(crate) fn io(
-        path: impl Into<PathBuf>,
-        operation: &'static str,
-        source: std::io::Error,
-    ) -> Error {
+    pub fn io(path: impl Into<PathBuf>, operation: &'static str, source: std::io::Error) -> Error {
         Error::Io {
             path: path.into(),
             operation,
@@ -333,6 +339,22 @@ impl fmt::Display for Error {
                     "; nothing changed. Delete items and compact (or free disk space), then \
                      write again",
                 )
+            }
+            Error::Unavailable {
+                endpoints,
+                reason,
+                outcome_unknown,
+            } => {
+                write!(
+                    formatter,
+                    "Unavailable (503): the cluster at {endpoints} {reason}; "
+                )?;
+                formatter.write_str(if *outcome_unknown {
+                    "the write was sent and its outcome is unknown: read the item before \
+                     writing again"
+                } else {
+                    "nothing was committed"
+                })
             }
         }
     }

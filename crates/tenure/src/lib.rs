@@ -46,6 +46,18 @@ pub use rules::lock::LockHandle;
 pub use rules::ttl::Ttl;
 pub use types::{ETag, Version};
 
+/// The seam for crates that implement another backend behind [`Store`] (tenure-etcd): the
+/// two traits every backend implements, a batch's operations, and the rules as pure
+/// functions, so every backend decides each operation exactly as the local engine does. It
+/// follows the engine's version exactly; no other stability is promised.
+pub mod seam {
+    pub use crate::backend::batch::{BatchOperations, Operation, Span};
+    pub use crate::backend::{Backend, BackendSnapshot, PutKind};
+    pub use crate::rules::{
+        conditions, etag, item_write, lease, lock, ttl, validate, with_current_etag,
+    };
+}
+
 /// What the test kit and the benchmarks reach inside the engine for: the log on its own, and
 /// the storage layer the simulated disk plugs into. Not part of the API: it changes without
 /// notice.

@@ -92,6 +92,7 @@ __all__ = [
     "UsedAfterFork",
     "Busy",
     "StorageFull",
+    "Unavailable",
     "Compacted",
     "ReadOnly",
     "ERROR_CODES",
@@ -409,6 +410,15 @@ class StorageFull(TenureError):
     status = 507
 
 
+class Unavailable(TenureError):
+    """503: the etcd cluster of an ``etcd://`` store did not answer within the deadline (no
+    quorum, or no member reachable). The message says whether a write was sent and its
+    outcome is unknown: then read the item before writing again."""
+
+    code = "Unavailable"
+    status = 503
+
+
 class UsedAfterFork(TenureError):
     """500: the store was opened in another process and reached this one through
     ``os.fork()`` (``multiprocessing``'s "fork" start method, a pre-forking server). Open the
@@ -454,6 +464,7 @@ ERROR_CODES: Dict[str, Type[TenureError]] = {
         UsedAfterFork,
         Busy,
         StorageFull,
+        Unavailable,
         Compacted,
         ReadOnly,
     )

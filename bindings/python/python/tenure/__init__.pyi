@@ -80,6 +80,7 @@ __all__ = [
     "UsedAfterFork",
     "Busy",
     "StorageFull",
+    "Unavailable",
     "Compacted",
     "ReadOnly",
     "ERROR_CODES",
@@ -109,7 +110,10 @@ def open(
     clock: Optional[ManualClock] = None,
     **options: Any,
 ) -> Store:
-    """Opens (creating if needed) the store in directory `path`.
+    """Opens (creating if needed) the store in directory `path`, or the store that an
+    ``etcd://host:port[,host:port...]/prefix`` URL names on an etcd cluster (docs/etcd.md:
+    the same rules across every client of the cluster; when no quorum answers in time, calls
+    raise Unavailable).
 
     options: segment_size_bytes, max_key_bytes, max_value_bytes, max_metadata_bytes,
     max_content_type_bytes, max_batch_operations, max_batch_bytes, max_page_size,
@@ -840,6 +844,7 @@ class Closed(TenureError): ...
 class UsedAfterFork(TenureError): ...
 class Busy(TenureError): ...
 class StorageFull(TenureError): ...
+class Unavailable(TenureError): ...
 class Compacted(TenureError):
     oldest_available: Optional[int]
     def __init__(

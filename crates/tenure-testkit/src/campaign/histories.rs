@@ -122,11 +122,19 @@ fn run_thread(
 
 /// Runs one seeded history on a fresh store and returns it (every operation completed).
 pub fn record_history(durability: Durability, seed: u64) -> Vec<Operation> {
+    let store =
+        Store::open_with_storage(Arc::new(SimStorage::new()), store_options(durability)).unwrap();
+    let history = record_history_on(&store, seed);
+    store.close().unwrap();
+    history
+}
+
+/// Runs one seeded history on `store`, which must hold no container named "c" yet (any
+/// backend: the etcd backend's tests record theirs on a cluster).
+pub fn record_history_on(store: &Store, seed: u64) -> Vec<Operation> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let threads = rng.gen_range(3..=4);
     let keys = rng.gen_range(2..=3);
-    let store =
-        Store::open_with_storage(Arc::new(SimStorage::new()), store_options(durability)).unwrap();
     store
         .create_container(CONTAINER, &Default::default())
         .unwrap();
@@ -135,13 +143,13 @@ pub fn record_history(durability: Durability, seed: u64) -> Vec<Operation> {
     // apart that short runs hardly overlap.
     let ready = AtomicUsize::new(0);
     let thread_seeds: Vec<u64> = (0..threads).map(|_| rng.gen()).collect();
-    let history = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let handles: Vec<_> = thread_seeds
             .iter()
             .enumerate()
             .map(|(thread, &thread_seed)| {
                 let operations = rng.gen_range(25..=35);
-                let (store, clock, ready) = (&store, &clock, &ready);
+                let (clock, ready) = (&clock, &ready);
                 scope.spawn(move || {
                     ready.fetch_add(1, Ordering::SeqCst);
                     while ready.load(Ordering::SeqCst) < threads {
@@ -155,9 +163,7 @@ pub fn record_history(durability: Durability, seed: u64) -> Vec<Operation> {
             .into_iter()
             .flat_map(|handle| handle.join().unwrap())
             .collect()
-    });
-    store.close().unwrap();
-    history
+    })
 }
 
 /// Pairs of operations on one key, from different threads, whose intervals overlap.

@@ -53,6 +53,11 @@ impl Store {
         })
     }
 
+    /// A store served by another backend (`tenure_etcd::open` builds one on an etcd cluster).
+    pub fn from_backend(backend: Box<dyn Backend>) -> Store {
+        Store { backend }
+    }
+
     /// Makes every acknowledged write durable and closes the store. Later calls through other
     /// references fail with `Closed`. Dropping the store closes it too (errors unreported).
     ///

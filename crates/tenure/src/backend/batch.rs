@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::backend::options::WriteOptions;
 use crate::rules::conditions::WriteKind;
 
-pub(crate) enum Operation {
+pub enum Operation {
     Write {
         kind: WriteKind,
         /// Shared with the operation before it when that names the same container, so a batch
@@ -26,19 +26,19 @@ pub(crate) enum Operation {
 
 /// Where an operation's key or value is in the batch's byte arena.
 #[derive(Clone, Copy)]
-pub(crate) struct Span {
+pub struct Span {
     start: usize,
     length: usize,
 }
 
 impl Span {
-    pub(crate) fn of(self, bytes: &[u8]) -> &[u8] {
+    pub fn of(self, bytes: &[u8]) -> &[u8] {
         &bytes[self.start..self.start + self.length]
     }
 }
 
 impl Operation {
-    pub(crate) fn container(&self) -> Arc<str> {
+    pub fn container(&self) -> Arc<str> {
         match self {
             Operation::Write { container, .. } | Operation::Check { container, .. } => {
                 Arc::clone(container)
@@ -47,7 +47,7 @@ impl Operation {
     }
 
     /// The operation's container and key (`bytes`: the batch's arena).
-    pub(crate) fn target<'a>(&'a self, bytes: &'a [u8]) -> (&'a str, &'a [u8]) {
+    pub fn target<'a>(&'a self, bytes: &'a [u8]) -> (&'a str, &'a [u8]) {
         match self {
             Operation::Write { container, key, .. } | Operation::Check { container, key, .. } => {
                 (container, key.of(bytes))
@@ -55,7 +55,7 @@ impl Operation {
         }
     }
 
-    pub(crate) fn container_name(&self) -> &str {
+    pub fn container_name(&self) -> &str {
         match self {
             Operation::Write { container, .. } | Operation::Check { container, .. } => container,
         }
@@ -64,7 +64,7 @@ impl Operation {
 
 /// A batch's operations, in order: what `Batch` collects and a backend commits.
 #[derive(Default)]
-pub(crate) struct BatchOperations {
+pub struct BatchOperations {
     operations: Vec<Operation>,
     /// Every operation's key and value, one after another: one growing buffer instead of two
     /// allocations per operation.
@@ -73,7 +73,7 @@ pub(crate) struct BatchOperations {
 
 impl BatchOperations {
     /// A check: its conditions, lease id or lock handle, without a write.
-    pub(crate) fn check(&mut self, container: &str, key: &[u8], options: WriteOptions) {
+    pub fn check(&mut self, container: &str, key: &[u8], options: WriteOptions) {
         let container = self.shared_container_name(container);
         let key = self.append_bytes(key);
         self.operations.push(Operation::Check {
@@ -84,7 +84,7 @@ impl BatchOperations {
     }
 
     /// A write of kind `kind`; `value` is `None` for a delete.
-    pub(crate) fn write(
+    pub fn write(
         &mut self,
         kind: WriteKind,
         container: &str,
@@ -121,12 +121,12 @@ impl BatchOperations {
         span
     }
 
-    pub(crate) fn operations(&self) -> &[Operation] {
+    pub fn operations(&self) -> &[Operation] {
         &self.operations
     }
 
     /// The arena the operations' spans point into.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 }

@@ -11,7 +11,7 @@
 //! Methods that lend borrowed data take a visitor (`&mut dyn FnMut`) instead of returning it,
 //! so the trait stays object safe and a backend decides how long the borrow lasts.
 
-pub(crate) mod batch;
+pub mod batch;
 pub(crate) mod options;
 pub(crate) mod results;
 
@@ -34,14 +34,14 @@ use results::{
 
 /// Which item write (docs/spec.md §3: `create` and `replace` are put with an existence rule).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PutKind {
+pub enum PutKind {
     Put,
     Create,
     Replace,
 }
 
 /// An open store, as the public API sees it.
-pub(crate) trait Backend: Send + Sync {
+pub trait Backend: Send + Sync {
     /// Makes every acknowledged write durable, releases the store; later calls fail `Closed`.
     fn close(&self) -> Result<()>;
     fn flush(&self) -> Result<()>;
@@ -193,7 +193,7 @@ pub(crate) trait Backend: Send + Sync {
 }
 
 /// A repeatable view at one version (docs/spec.md §9).
-pub(crate) trait BackendSnapshot: Send + Sync {
+pub trait BackendSnapshot: Send + Sync {
     fn version(&self) -> Version;
     fn get(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item>;
     fn get_properties(&self, container: &str, key: &[u8], options: &ReadOptions) -> Result<Item>;

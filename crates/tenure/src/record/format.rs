@@ -1,8 +1,6 @@
 //! What a record says: the op codes, an item write, the coordination state it carries.
 
 use crate::clock::Timestamp;
-use crate::rules::lease::LeaseRecord;
-use crate::rules::lock::LockRecord;
 
 /// Bytes of record buffer a thread keeps between writes (see [`with_record_scratch`]): a
 /// larger record's buffer is freed after use, so an idle thread holds at most this much.
@@ -52,12 +50,7 @@ pub(super) const RELOCATED_HAS_CONTENT_TYPE: u8 = 8;
 pub(super) const RELOCATED_HAS_METADATA: u8 = 16;
 pub(super) const RELOCATED_HAS_COORDINATION: u8 = 32;
 
-/// An item's pessimistic-concurrency state: its lease and its cache lock (at most one live).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Coordination {
-    pub lease: Option<LeaseRecord>,
-    pub lock: Option<LockRecord>,
-}
+pub use crate::rules::item_write::Coordination;
 
 impl Coordination {
     /// The state of a recovered record: a lease is clamped so that a clock that jumped back
@@ -68,10 +61,6 @@ impl Coordination {
             lease: self.lease.map(|lease| lease.clamped_after_reopen(now)),
             lock: self.lock,
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.lease.is_none() && self.lock.is_none()
     }
 }
 

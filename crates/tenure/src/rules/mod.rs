@@ -4,6 +4,7 @@
 
 pub mod conditions;
 pub mod etag;
+pub mod item_write;
 pub mod lease;
 pub mod limits;
 pub mod lock;

@@ -1,0 +1,258 @@
+//! Batches (docs/spec.md §8): every key and container read in one transaction, every
+//! operation decided in order, all of it committed in one transaction or none.
+
+use crate::cluster::rejected;
+use crate::codec::ItemRecord;
+use crate::store::{decode_container, decode_item, revision_version, EtcdStore, Stored};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
+use tenure::seam::conditions::{ItemFacts, WriteKind};
+use tenure::seam::item_write::{self, Coordination, WriteRequest};
+use tenure::seam::{ttl, validate};
+use tenure::seam::{BatchOperations, Operation};
+use tenure::{ETag, Error, ErrorCode, Result, Version};
+
+impl EtcdStore {
+    pub(crate) fn validate_batch(&self, batch: &BatchOperations) -> Result<()> {
+        let limits = &self.limits;
+        let operations = batch.operations();
+        if operations.is_empty() {
+            return Err(Error::invalid(
+                "batch",
+                "a batch needs at least one operation",
+            ));
+        }
+        if operations.len() > limits.max_batch_operations {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "at most {} operations, got {}",
+                    limits.max_batch_operations,
+                    operations.len()
+                ),
+            ));
+        }
+        let mut total_bytes = 0usize;
+        for (index, operation) in operations.iter().enumerate() {
+            let (container, key) = operation.target(batch.bytes());
+            let checked = validate::container_name(container)
+                .and_then(|()| validate::key(key, limits))
+                .and_then(|()| match operation {
+                    Operation::Write { value, options, .. } => {
+                        let value = value.map_or(&[][..], |value| value.of(batch.bytes()));
+                        total_bytes += key.len() + value.len();
+                        validate::value(value, limits)
+                            .and_then(|()| validate::metadata(&options.metadata, limits))
+                            .and_then(|()| {
+                                validate::content_type(options.content_type.as_deref(), limits)
+                            })
+                            .and_then(|()| options.ttl.validate().map(|_| ()))
+                    }
+                    Operation::Check { .. } => Ok(()),
+                });
+            checked.map_err(|error| batch_failed(batch, index, error))?;
+        }
+        if total_bytes > limits.max_batch_bytes {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "at most {} bytes of keys and values, got {total_bytes}",
+                    limits.max_batch_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// One try at a batch: read every key and container it names in one transaction, decide
+    /// every operation in order, commit all of it in one transaction comparing what was read.
+    /// `Ok(None)`: another client changed something read; try again.
+    pub(crate) fn attempt_batch(&self, batch: &BatchOperations) -> Result<Option<Version>> {
+        let operations = batch.operations();
+        let bytes = batch.bytes();
+        // Distinct containers and keys, in first-seen order.
+        let mut containers: Vec<&str> = Vec::new();
+        let mut targets: Vec<(&str, &[u8])> = Vec::new();
+        for operation in operations {
+            let (container, key) = operation.target(bytes);
+            if !containers.contains(&container) {
+                containers.push(container);
+            }
+            if !targets.contains(&(container, key)) {
+                targets.push((container, key));
+            }
+        }
+        let mut reads: Vec<TxnOp> = vec![TxnOp::get(self.keys.head(), None)];
+        reads.extend(
+            containers
+                .iter()
+                .map(|name| TxnOp::get(self.keys.container(name), None)),
+        );
+        reads.extend(
+            targets
+                .iter()
+                .map(|(container, key)| TxnOp::get(self.keys.item(container, key), None)),
+        );
+        let response = self.cluster.read(|mut client| {
+            let txn = Txn::new().and_then(reads.clone());
+            async move { client.txn(txn).await }
+        })?;
+        let mut found = response.op_responses().into_iter().map(|op| match op {
+            TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next(),
+            _ => None,
+        });
+        let head = found.next().flatten().map_or(0, |kv| kv.mod_revision());
+        let mut stored_containers = Vec::with_capacity(containers.len());
+        for _ in &containers {
+            stored_containers.push(
+                found
+                    .next()
+                    .flatten()
+                    .map(|kv| decode_container(&kv))
+                    .transpose()?,
+            );
+        }
+        let mut stored_items = Vec::with_capacity(targets.len());
+        for _ in &targets {
+            stored_items.push(
+                found
+                    .next()
+                    .flatten()
+                    .map(|kv| decode_item(&kv))
+                    .transpose()?,
+            );
+        }
+        let now = self.now();
+        // Per key: what the batch sees so far, its coordination, and its final write.
+        struct KeyState {
+            facts: Option<ItemFacts>,
+            coordination: Coordination,
+            final_write: Option<usize>,
+        }
+        let mut states: Vec<KeyState> = stored_items
+            .iter()
+            .map(|item| KeyState {
+                facts: item
+                    .as_ref()
+                    .filter(|item| item.is_live_at(now))
+                    .map(|item| item.facts()),
+                coordination: item.as_ref().map(Stored::coordination).unwrap_or_default(),
+                final_write: None,
+            })
+            .collect();
+        for (index, operation) in operations.iter().enumerate() {
+            let (container, key) = operation.target(bytes);
+            let container_index = containers
+                .iter()
+                .position(|name| *name == container)
+                .expect("collected");
+            if stored_containers[container_index].is_none() {
+                return Err(batch_failed(
+                    batch,
+                    index,
+                    rejected(ErrorCode::ContainerNotFound),
+                ));
+            }
+            let position = targets
+                .iter()
+                .position(|target| *target == (container, key))
+                .expect("collected");
+            let state = &mut states[position];
+            let (kind, options) = match operation {
+                Operation::Write { kind, options, .. } => (*kind, options),
+                Operation::Check { options, .. } => (WriteKind::Check, options),
+            };
+            // An item written earlier in the batch has no ETag a caller knows yet.
+            let current_etag = state
+                .facts
+                .map(|facts| facts.etag)
+                .filter(|etag| etag.version() != Version::MAX);
+            let request = WriteRequest {
+                kind,
+                conditions: &options.conditions,
+                lease_id: options.lease_id,
+                lock_handle: options.lock_handle,
+            };
+            state.coordination = item_write::check_write(
+                request,
+                state.facts.as_ref(),
+                current_etag,
+                &state.coordination,
+                now,
+            )
+            .map_err(|error| batch_failed(batch, index, error))?;
+            if let Operation::Write { value, .. } = operation {
+                state.facts = value.map(|_| ItemFacts {
+                    etag: ETag(Version::MAX),
+                    version: Version::MAX,
+                    last_modified: now,
+                });
+                state.final_write = Some(index);
+            }
+        }
+        let mut compares = Vec::with_capacity(containers.len() + targets.len());
+        for (name, stored) in containers.iter().zip(&stored_containers) {
+            let stored = stored.as_ref().expect("checked above");
+            compares.push(Compare::create_revision(
+                self.keys.container(name),
+                CompareOp::Equal,
+                stored.create_revision,
+            ));
+        }
+        let mut writes = Vec::new();
+        for (((container, key), stored), state) in targets.iter().zip(&stored_items).zip(&states) {
+            let item_key = self.keys.item(container, key);
+            compares.push(Compare::mod_revision(
+                item_key.clone(),
+                CompareOp::Equal,
+                stored.as_ref().map_or(0, |item| item.mod_revision),
+            ));
+            let Some(index) = state.final_write else {
+                continue;
+            };
+            let Operation::Write { value, options, .. } = &operations[index] else {
+                unreachable!("a final write is a write");
+            };
+            writes.push(match value {
+                None if state.coordination.lock.is_none() => TxnOp::delete(item_key, None),
+                value => {
+                    let container_index = containers
+                        .iter()
+                        .position(|name| name == container)
+                        .expect("collected");
+                    let default_ttl = stored_containers[container_index]
+                        .as_ref()
+                        .and_then(|stored| stored.record.default_ttl_seconds);
+                    let record = ItemRecord {
+                        present: value.is_some(),
+                        etag_version: 0,
+                        last_modified: now,
+                        expires_at: value
+                            .and_then(|_| ttl::expires_at(now, options.ttl, default_ttl)),
+                        last_fence: stored.as_ref().map_or(0, |item| item.record.last_fence),
+                        content_type: options.content_type.clone(),
+                        metadata: options.metadata.clone(),
+                        lease: state.coordination.lease.clone(),
+                        lock: state.coordination.lock,
+                        value: value
+                            .map(|value| value.of(bytes).to_vec())
+                            .unwrap_or_default(),
+                    };
+                    TxnOp::put(item_key, record.encode(), None)
+                }
+            });
+        }
+        if writes.is_empty() {
+            // Checks only: they held at the version read.
+            return Ok(Some(revision_version(head)));
+        }
+        Ok(self.commit(compares, writes)?.map(revision_version))
+    }
+}
+
+pub(crate) fn batch_failed(batch: &BatchOperations, index: usize, error: Error) -> Error {
+    Error::BatchFailed {
+        index,
+        error: Box::new(error),
+        operation_count: batch.operations().len(),
+    }
+}

@@ -1,0 +1,517 @@
+//! The etcd backend: every operation of docs/spec.md decided by tenure's own rules
+//! (`tenure::seam`) against the records read from etcd, and committed with one etcd
+//! transaction that compares the `mod_revision` of every key the decision read. A transaction
+//! whose compare fails changed nothing; the operation reads again and decides again (bounded).
+//! So every rule holds across all clients of the cluster exactly as across the threads of
+//! one process: a decision and its write are atomic.
+//!
+//! ETags and versions are etcd revisions, which increase with every transaction of the
+//! cluster; the store's version is the revision of its last change (codec.rs: the head).
+
+use crate::cluster::{corrupt, rejected, Cluster};
+use crate::codec::{etag_version, prefix_end, ContainerRecord, ItemRecord, Keys};
+use crate::paging;
+use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tenure::seam::conditions::{self, ItemFacts};
+use tenure::seam::item_write::Coordination;
+use tenure::seam::lease::{self, Access};
+use tenure::seam::lock;
+use tenure::seam::{validate, with_current_etag};
+use tenure::{
+    Clock, ContainerProperties, ETag, Error, ErrorCode, Item, Limits, Page, ReadOptions, Result,
+    Timestamp, Version,
+};
+
+/// Tries of one decision against concurrent writers before `Busy` (each failed try means
+/// another client's transaction committed, so the cluster as a whole progresses).
+pub(crate) const MAX_DECISION_ATTEMPTS: usize = 64;
+/// How often `acquire_lease_wait` and `wait_for_changes` look again.
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// A record as read, with the revisions the commit compares.
+#[derive(Debug, Clone)]
+pub(crate) struct Stored<R> {
+    pub(crate) record: R,
+    pub(crate) mod_revision: i64,
+    pub(crate) create_revision: i64,
+}
+
+/// What one decision read: the container and the item, at one revision.
+pub(crate) struct Observed {
+    pub(crate) revision: i64,
+    pub(crate) container: Option<Stored<ContainerRecord>>,
+    pub(crate) item: Option<Stored<ItemRecord>>,
+}
+
+/// What a decision does to the item's key.
+pub(crate) enum KeyChange {
+    Keep,
+    Put(Box<ItemRecord>),
+    Delete,
+}
+
+pub(crate) struct EtcdStore {
+    pub(crate) cluster: Cluster,
+    pub(crate) keys: Keys,
+    pub(crate) limits: Limits,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) read_only: bool,
+    /// Revisions of history `compact()` keeps for the change feed.
+    pub(crate) retention_versions: Option<u64>,
+    pub(crate) closed: AtomicBool,
+    pub(crate) snapshots: crate::feed::OpenSnapshots,
+    /// The newest revision this handle compacted the cluster to.
+    pub(crate) compacted_revision: AtomicU64,
+}
+
+pub(crate) fn decode_item(kv: &KeyValue) -> Result<Stored<ItemRecord>> {
+    let record = ItemRecord::decode(kv.value()).map_err(|reason| corrupt(kv.key(), reason))?;
+    Ok(Stored {
+        record,
+        mod_revision: kv.mod_revision(),
+        create_revision: kv.create_revision(),
+    })
+}
+
+pub(crate) fn decode_container(kv: &KeyValue) -> Result<Stored<ContainerRecord>> {
+    let record = ContainerRecord::decode(kv.value()).map_err(|reason| corrupt(kv.key(), reason))?;
+    Ok(Stored {
+        record,
+        mod_revision: kv.mod_revision(),
+        create_revision: kv.create_revision(),
+    })
+}
+
+pub(crate) fn revision_version(revision: i64) -> Version {
+    u64::try_from(revision).unwrap_or(0)
+}
+
+impl Stored<ItemRecord> {
+    pub(crate) fn etag_version(&self) -> u64 {
+        etag_version(self.record.etag_version, self.mod_revision)
+    }
+
+    /// Present and unexpired at `now` (a live lock suspends expiry).
+    pub(crate) fn is_live_at(&self, now: Timestamp) -> bool {
+        self.record.present
+            && !lock::is_expired_under_lock(self.record.expires_at, self.record.lock.as_ref(), now)
+    }
+
+    pub(crate) fn facts(&self) -> ItemFacts {
+        ItemFacts {
+            etag: ETag(self.etag_version()),
+            version: self.etag_version(),
+            last_modified: self.record.last_modified,
+        }
+    }
+
+    pub(crate) fn to_item(&self, key: &[u8], with_value: bool) -> Item {
+        Item {
+            key: key.to_vec(),
+            value: with_value.then(|| self.record.value.clone()),
+            etag: ETag(self.etag_version()),
+            version: self.etag_version(),
+            last_modified: self.record.last_modified,
+            content_type: self.record.content_type.clone(),
+            metadata: self.record.metadata.clone(),
+            expires_at: self.record.expires_at,
+        }
+    }
+
+    pub(crate) fn coordination(&self) -> Coordination {
+        Coordination {
+            lease: self.record.lease.clone(),
+            lock: self.record.lock,
+        }
+    }
+}
+
+impl Stored<ContainerRecord> {
+    pub(crate) fn etag_version(&self) -> u64 {
+        etag_version(self.record.etag_version, self.mod_revision)
+    }
+
+    pub(crate) fn properties(&self, name: &str) -> ContainerProperties {
+        ContainerProperties {
+            name: name.to_owned(),
+            etag: ETag(self.etag_version()),
+            last_modified: self.record.last_modified,
+            metadata: self.record.metadata.clone(),
+            default_ttl_seconds: self.record.default_ttl_seconds,
+        }
+    }
+
+    pub(crate) fn facts(&self) -> ItemFacts {
+        ItemFacts {
+            etag: ETag(self.etag_version()),
+            version: self.etag_version(),
+            last_modified: self.record.last_modified,
+        }
+    }
+}
+
+/// The checks of a read (docs/spec.md §3) against the item as stored: existence, lease,
+/// conditions. Returns the live item.
+pub(crate) fn check_read<'s>(
+    item: Option<&'s Stored<ItemRecord>>,
+    options: &ReadOptions,
+    now: Timestamp,
+) -> Result<&'s Stored<ItemRecord>> {
+    let Some(item) = item.filter(|item| item.is_live_at(now)) else {
+        conditions::check_read(&options.conditions, None)?;
+        return Err(rejected(ErrorCode::NotFound));
+    };
+    let facts = item.facts();
+    lease::check_lease_for_item_operation(
+        item.record.lease.as_ref(),
+        now,
+        options.lease_id,
+        Access::Read,
+    )
+    .map_err(|error| with_current_etag(error, Some(facts.etag)))?;
+    conditions::check_read(&options.conditions, Some(&facts))?;
+    Ok(item)
+}
+
+impl EtcdStore {
+    pub(crate) fn new(
+        cluster: Cluster,
+        keys: Keys,
+        limits: Limits,
+        clock: Arc<dyn Clock>,
+        read_only: bool,
+        retention_versions: Option<u64>,
+    ) -> EtcdStore {
+        EtcdStore {
+            cluster,
+            keys,
+            limits,
+            clock,
+            read_only,
+            retention_versions,
+            closed: AtomicBool::new(false),
+            snapshots: crate::feed::OpenSnapshots::default(),
+            compacted_revision: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.read_only {
+            return Err(rejected(ErrorCode::ReadOnly));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The cluster's current revision, and the store's version: the revision of its last
+    /// change (0 before the first).
+    pub(crate) fn head(&self) -> Result<(i64, i64)> {
+        let (revision, kv) = self.get_key(&self.keys.head(), 0)?;
+        Ok((revision, kv.map_or(0, |kv| kv.mod_revision())))
+    }
+
+    /// Reads one key, at `revision` (0: the newest).
+    pub(crate) fn get_key(&self, key: &[u8], revision: i64) -> Result<(i64, Option<KeyValue>)> {
+        let mut options = GetOptions::new();
+        if revision > 0 {
+            options = options.with_revision(revision);
+        }
+        let mut response = self.cluster.read(|mut client| {
+            let key = key.to_vec();
+            let options = options.clone();
+            async move { client.get(key, Some(options)).await }
+        })?;
+        let revision = response.header().map_or(0, |header| header.revision());
+        Ok((revision, response.take_kvs().into_iter().next()))
+    }
+
+    /// Reads the keys from `start` to `end`, at most `limit` (0: all), at `revision`.
+    pub(crate) fn get_range(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: i64,
+        revision: i64,
+    ) -> Result<(i64, Vec<KeyValue>, bool)> {
+        let mut options = GetOptions::new().with_range(end.to_vec()).with_limit(limit);
+        if revision > 0 {
+            options = options.with_revision(revision);
+        }
+        let mut response = self.cluster.read(|mut client| {
+            let start = start.to_vec();
+            let options = options.clone();
+            async move { client.get(start, Some(options)).await }
+        })?;
+        let revision = response.header().map_or(0, |header| header.revision());
+        let more = response.more();
+        Ok((revision, response.take_kvs(), more))
+    }
+
+    /// The container and the item, read together at one revision (one round trip).
+    pub(crate) fn observe(&self, container: &str, key: &[u8]) -> Result<Observed> {
+        let container_key = self.keys.container(container);
+        let item_key = self.keys.item(container, key);
+        let response = self.cluster.read(|mut client| {
+            let txn = Txn::new().and_then([
+                TxnOp::get(container_key.clone(), None),
+                TxnOp::get(item_key.clone(), None),
+            ]);
+            async move { client.txn(txn).await }
+        })?;
+        let revision = response.header().map_or(0, |header| header.revision());
+        let mut found = response.op_responses().into_iter().map(|op| match op {
+            TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next(),
+            _ => None,
+        });
+        let container = found
+            .next()
+            .flatten()
+            .map(|kv| decode_container(&kv))
+            .transpose()?;
+        let item = found
+            .next()
+            .flatten()
+            .map(|kv| decode_item(&kv))
+            .transpose()?;
+        Ok(Observed {
+            revision,
+            container,
+            item,
+        })
+    }
+
+    /// Commits `operations` if every compare holds. `Ok(None)`: another client changed a key
+    /// the decision read; nothing was written.
+    pub(crate) fn commit(
+        &self,
+        compares: Vec<Compare>,
+        operations: Vec<TxnOp>,
+    ) -> Result<Option<i64>> {
+        self.commit_noting(compares, operations, Vec::new())
+    }
+
+    /// [`EtcdStore::commit`], rewriting the head with `note` (the keys a sweep deleted).
+    pub(crate) fn commit_noting(
+        &self,
+        compares: Vec<Compare>,
+        mut operations: Vec<TxnOp>,
+        note: Vec<u8>,
+    ) -> Result<Option<i64>> {
+        operations.push(TxnOp::put(self.keys.head(), note, None));
+        let response = self.cluster.write(|mut client| {
+            let txn = Txn::new()
+                .when(compares.clone())
+                .and_then(operations.clone());
+            async move { client.txn(txn).await }
+        })?;
+        if !response.succeeded() {
+            return Ok(None);
+        }
+        Ok(Some(
+            response.header().map_or(0, |header| header.revision()),
+        ))
+    }
+
+    /// Decides a change to one item against the container and item as stored, and commits it
+    /// atomically with what was read. `decide` may run more than once and must be
+    /// deterministic given its inputs. Returns its output and the commit's revision.
+    pub(crate) fn change_item<T>(
+        &self,
+        container: &str,
+        key: &[u8],
+        mut decide: impl FnMut(
+            &Stored<ContainerRecord>,
+            Option<&Stored<ItemRecord>>,
+            Timestamp,
+            i64,
+        ) -> Result<(KeyChange, T)>,
+    ) -> Result<(T, i64)> {
+        let item_key = self.keys.item(container, key);
+        let container_key = self.keys.container(container);
+        for _ in 0..MAX_DECISION_ATTEMPTS {
+            let observed = self.observe(container, key)?;
+            let Some(stored_container) = observed.container.as_ref() else {
+                return Err(rejected(ErrorCode::ContainerNotFound));
+            };
+            let now = self.now();
+            let (change, output) = decide(
+                stored_container,
+                observed.item.as_ref(),
+                now,
+                observed.revision,
+            )?;
+            let operation = match change {
+                KeyChange::Keep => return Ok((output, observed.revision)),
+                KeyChange::Put(record) => TxnOp::put(item_key.clone(), record.encode(), None),
+                KeyChange::Delete => TxnOp::delete(item_key.clone(), None),
+            };
+            let compares = vec![
+                // The same incarnation of the container: not deleted (and made again) since.
+                Compare::create_revision(
+                    container_key.clone(),
+                    CompareOp::Equal,
+                    stored_container.create_revision,
+                ),
+                Compare::mod_revision(
+                    item_key.clone(),
+                    CompareOp::Equal,
+                    observed.item.as_ref().map_or(0, |item| item.mod_revision),
+                ),
+            ];
+            if let Some(revision) = self.commit(compares, vec![operation])? {
+                return Ok((output, revision));
+            }
+        }
+        Err(rejected(ErrorCode::Busy))
+    }
+
+    /// Every item of `container` whose key starts with `prefix`, from `start`, at `revision`,
+    /// live at `now`, one etcd page at a time: `visit` returns false to stop.
+    pub(crate) fn walk_items(
+        &self,
+        container: &str,
+        prefix: &[u8],
+        start: &[u8],
+        revision: i64,
+        visit: &mut dyn FnMut(&[u8], &Stored<ItemRecord>) -> Result<bool>,
+    ) -> Result<i64> {
+        const ETCD_PAGE: i64 = 512;
+        let base = self.keys.items(container);
+        let full_prefix = [&base[..], prefix].concat();
+        let end = prefix_end(&full_prefix);
+        let mut from = [&base[..], start].concat().max(full_prefix.clone());
+        let mut revision = revision;
+        loop {
+            let (read_at, kvs, more) = self.get_range(&from, &end, ETCD_PAGE, revision)?;
+            // Every page at the first page's revision: one consistent listing.
+            revision = read_at;
+            for kv in &kvs {
+                let stored = decode_item(kv)?;
+                let key = &kv.key()[base.len()..];
+                if !visit(key, &stored)? {
+                    return Ok(revision);
+                }
+            }
+            match kvs.last() {
+                Some(last) if more => {
+                    from = last.key().to_vec();
+                    from.push(0);
+                }
+                _ => return Ok(revision),
+            }
+        }
+    }
+
+    /// One page of a listing at `revision` (0: the newest).
+    pub(crate) fn list_at(
+        &self,
+        revision: i64,
+        container: &str,
+        prefix: &[u8],
+        page_size: usize,
+        continuation: Option<&str>,
+        include_values: bool,
+    ) -> Result<Page> {
+        validate::container_name(container)?;
+        validate::key_bound("prefix", prefix, &self.limits)?;
+        if page_size == 0 || page_size > self.limits.max_page_size {
+            return Err(Error::invalid(
+                "page_size",
+                format!("must be 1..={}", self.limits.max_page_size),
+            ));
+        }
+        let start = match continuation {
+            Some(token) => {
+                let mut after = paging::decode_continuation(token)?;
+                if !after.starts_with(prefix) {
+                    return Err(Error::invalid(
+                        "continuation",
+                        "the token belongs to another prefix",
+                    ));
+                }
+                after.push(0);
+                after
+            }
+            None => prefix.to_vec(),
+        };
+        let (revision, _) = self.container_at(container, revision)?;
+        let now = self.now();
+        let mut items: Vec<Item> = Vec::new();
+        let mut continuation = None;
+        self.walk_items(container, prefix, &start, revision, &mut |key, stored| {
+            if !stored.is_live_at(now) {
+                return Ok(true);
+            }
+            if items.len() == page_size {
+                continuation = Some(paging::encode_continuation(&items[page_size - 1].key));
+                return Ok(false);
+            }
+            items.push(stored.to_item(key, include_values));
+            Ok(true)
+        })?;
+        Ok(Page {
+            items,
+            continuation,
+        })
+    }
+
+    /// The container at `revision` (0: the newest), and the revision it was read at.
+    pub(crate) fn container_at(
+        &self,
+        name: &str,
+        revision: i64,
+    ) -> Result<(i64, Stored<ContainerRecord>)> {
+        let (read_at, kv) = self.get_key(&self.keys.container(name), revision)?;
+        let stored = kv
+            .map(|kv| decode_container(&kv))
+            .transpose()?
+            .ok_or_else(|| rejected(ErrorCode::ContainerNotFound))?;
+        Ok((if revision > 0 { revision } else { read_at }, stored))
+    }
+
+    /// A read of one item at `revision` (0: the newest), checked as docs/spec.md §3 says.
+    pub(crate) fn read_at(
+        &self,
+        revision: i64,
+        container: &str,
+        key: &[u8],
+        options: &ReadOptions,
+    ) -> Result<Stored<ItemRecord>> {
+        self.check_open()?;
+        validate::container_name(container)?;
+        validate::key(key, &self.limits)?;
+        conditions::validate_read(&options.conditions)?;
+        let (read_at, kv) = self.get_key(&self.keys.item(container, key), revision)?;
+        let item = kv.map(|kv| decode_item(&kv)).transpose()?;
+        if item.is_none() {
+            // No item: is there a container?
+            self.container_at(container, if revision > 0 { revision } else { read_at })?;
+        }
+        let now = self.now();
+        check_read(item.as_ref(), options, now).cloned()
+    }
+
+    pub(crate) fn container_names_at(&self, revision: i64) -> Result<Vec<String>> {
+        let start = self.keys.containers();
+        let end = prefix_end(&start);
+        let (_, kvs, _) = self.get_range(&start, &end, 0, revision)?;
+        Ok(kvs
+            .iter()
+            .filter_map(|kv| self.keys.container_name(kv.key()).map(str::to_owned))
+            .collect())
+    }
+}
