@@ -32,7 +32,7 @@ cflags=(-Wall -Wextra -pedantic -Wconversion -Werror -g -I"$here")
 # The tests of the 0.1 forms (kept for one release) call them on purpose.
 legacy=(-DTENURE_NO_DEPRECATION_WARNINGS)
 # Programs of the current calls, and of the 0.1 forms.
-programs=(scenarios error_state views options read_only full_disk)
+programs=(scenarios error_state views options read_only full_disk etcd)
 legacy_programs=(containers_metadata bad_inputs bad_handles)
 build_c() { # program compiler standard linkage output
     local program="$1" compiler="$2" standard="$3" linkage="$4" output="$5" extra=()

@@ -41,6 +41,7 @@ SPEC_CODES = {
     "UsedAfterFork": 500,
     "Busy": 503,
     "StorageFull": 507,
+    "Unavailable": 503,
     "Compacted": 410,
     "ReadOnly": 403,
 }
@@ -163,6 +164,8 @@ def scenarios(
         "Io": io,
         "Closed": closed,
         "StorageFull": storage_full,
+        # An etcd:// store whose cluster nobody answers for (port 1 on the loopback).
+        "Unavailable": lambda: tenure.open("etcd://127.0.0.1:1/p?timeout_ms=300&connect_timeout_ms=200"),
     }
 
 

@@ -11,7 +11,9 @@
 use crate::cluster::{corrupt, rejected, Cluster};
 use crate::codec::{etag_version, prefix_end, ContainerRecord, ItemRecord, Keys};
 use crate::paging;
-use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{
+    Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,6 +65,8 @@ pub(crate) struct EtcdStore {
     pub(crate) retention_versions: Option<u64>,
     pub(crate) closed: AtomicBool,
     pub(crate) snapshots: crate::feed::OpenSnapshots,
+    /// What this handle last saw, to decide writes of values without reading first.
+    pub(crate) recent: crate::recent::Recent,
     /// The newest revision this handle compacted the cluster to.
     pub(crate) compacted_revision: AtomicU64,
 }
@@ -194,6 +198,7 @@ impl EtcdStore {
             retention_versions,
             closed: AtomicBool::new(false),
             snapshots: crate::feed::OpenSnapshots::default(),
+            recent: crate::recent::Recent::default(),
             compacted_revision: AtomicU64::new(0),
         }
     }
@@ -272,6 +277,12 @@ impl EtcdStore {
             ]);
             async move { client.txn(txn).await }
         })?;
+        self.observed_from(response)
+    }
+
+    /// An observation from a transaction whose responses are the container's and the item's
+    /// reads, in that order.
+    fn observed_from(&self, response: TxnResponse) -> Result<Observed> {
         let revision = response.header().map_or(0, |header| header.revision());
         let mut found = response.op_responses().into_iter().map(|op| match op {
             TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next(),
@@ -329,10 +340,15 @@ impl EtcdStore {
     /// Decides a change to one item against the container and item as stored, and commits it
     /// atomically with what was read. `decide` may run more than once and must be
     /// deterministic given its inputs. Returns its output and the commit's revision.
+    ///
+    /// With `from_recent`, the first decision is made on what this handle last saw
+    /// (recent.rs), without a read; only a write of a whole value may ask for it, since the
+    /// value is not remembered.
     pub(crate) fn change_item<T>(
         &self,
         container: &str,
         key: &[u8],
+        from_recent: bool,
         mut decide: impl FnMut(
             &Stored<ContainerRecord>,
             Option<&Stored<ItemRecord>>,
@@ -342,23 +358,47 @@ impl EtcdStore {
     ) -> Result<(T, i64)> {
         let item_key = self.keys.item(container, key);
         let container_key = self.keys.container(container);
+        let mut next = if from_recent {
+            self.recalled(container, &item_key)
+        } else {
+            None
+        };
         for _ in 0..MAX_DECISION_ATTEMPTS {
-            let observed = self.observe(container, key)?;
+            let (observed, fresh) = match next.take() {
+                Some(recalled) => (recalled, false),
+                None => (self.observe(container, key)?, true),
+            };
+            if fresh {
+                self.recent
+                    .remember_container(container, observed.container.as_ref());
+                self.recent.remember_item(&item_key, observed.item.as_ref());
+            }
             let Some(stored_container) = observed.container.as_ref() else {
                 return Err(rejected(ErrorCode::ContainerNotFound));
             };
             let now = self.now();
-            let (change, output) = decide(
+            let decided = decide(
                 stored_container,
                 observed.item.as_ref(),
                 now,
                 observed.revision,
-            )?;
-            let operation = match change {
-                KeyChange::Keep => return Ok((output, observed.revision)),
-                KeyChange::Put(record) => TxnOp::put(item_key.clone(), record.encode(), None),
-                KeyChange::Delete => TxnOp::delete(item_key.clone(), None),
+            );
+            // A refusal, or nothing to write, is reported only from what is stored now.
+            let (change, output) = match decided {
+                Ok(decided) => decided,
+                Err(refusal) if fresh => return Err(refusal),
+                Err(_) => continue,
             };
+            let (operation, written) = match change {
+                KeyChange::Keep if fresh => return Ok((output, observed.revision)),
+                KeyChange::Keep => continue,
+                KeyChange::Put(record) => {
+                    let operation = TxnOp::put(item_key.clone(), record.encode(), None);
+                    (operation, Some(record))
+                }
+                KeyChange::Delete => (TxnOp::delete(item_key.clone(), None), None),
+            };
+            let item_revision = observed.item.as_ref().map_or(0, |item| item.mod_revision);
             let compares = vec![
                 // The same incarnation of the container: not deleted (and made again) since.
                 Compare::create_revision(
@@ -366,17 +406,72 @@ impl EtcdStore {
                     CompareOp::Equal,
                     stored_container.create_revision,
                 ),
-                Compare::mod_revision(
-                    item_key.clone(),
-                    CompareOp::Equal,
-                    observed.item.as_ref().map_or(0, |item| item.mod_revision),
-                ),
+                Compare::mod_revision(item_key.clone(), CompareOp::Equal, item_revision),
             ];
-            if let Some(revision) = self.commit(compares, vec![operation])? {
-                return Ok((output, revision));
+            let reads = [&container_key, &item_key];
+            match self.commit_or_read(compares, vec![operation], reads)? {
+                Ok(revision) => {
+                    let create_revision = match &observed.item {
+                        Some(item) if written.is_some() => item.create_revision,
+                        _ => revision,
+                    };
+                    let written = written.map(|record| Stored {
+                        record: *record,
+                        mod_revision: revision,
+                        create_revision,
+                    });
+                    self.recent.remember_item(&item_key, written.as_ref());
+                    return Ok((output, revision));
+                }
+                // Someone else changed what was compared: decide again on what the failed
+                // transaction read.
+                Err(read) => next = Some(self.observed_from(read)?),
             }
         }
         Err(rejected(ErrorCode::Busy))
+    }
+
+    /// What this handle last saw of the container and the item, as an observation to decide
+    /// on; `None` when the container is not remembered.
+    fn recalled(&self, container: &str, item_key: &[u8]) -> Option<Observed> {
+        let stored_container = self.recent.container(container)?;
+        let item = self.recent.item(item_key).flatten();
+        let revision = item
+            .as_ref()
+            .map_or(0, |item| item.mod_revision)
+            .max(stored_container.mod_revision);
+        Some(Observed {
+            revision,
+            container: Some(stored_container),
+            item,
+        })
+    }
+
+    /// Commits `operations` (and the head) if every compare holds; otherwise reads `reads` in
+    /// the same round trip. `Ok(Ok(revision))`: committed; `Ok(Err(read))`: nothing was
+    /// written, and this is what the keys hold.
+    fn commit_or_read(
+        &self,
+        compares: Vec<Compare>,
+        mut operations: Vec<TxnOp>,
+        reads: [&Vec<u8>; 2],
+    ) -> Result<std::result::Result<i64, TxnResponse>> {
+        operations.push(TxnOp::put(self.keys.head(), Vec::new(), None));
+        let otherwise: Vec<TxnOp> = reads
+            .iter()
+            .map(|key| TxnOp::get(key.to_vec(), None))
+            .collect();
+        let response = self.cluster.write(|mut client| {
+            let txn = Txn::new()
+                .when(compares.clone())
+                .and_then(operations.clone())
+                .or_else(otherwise.clone());
+            async move { client.txn(txn).await }
+        })?;
+        if response.succeeded() {
+            return Ok(Ok(response.header().map_or(0, |header| header.revision())));
+        }
+        Ok(Err(response))
     }
 
     /// Every item of `container` whose key starts with `prefix`, from `start`, at `revision`,
@@ -495,8 +590,12 @@ impl EtcdStore {
         validate::container_name(container)?;
         validate::key(key, &self.limits)?;
         conditions::validate_read(&options.conditions)?;
-        let (read_at, kv) = self.get_key(&self.keys.item(container, key), revision)?;
+        let item_key = self.keys.item(container, key);
+        let (read_at, kv) = self.get_key(&item_key, revision)?;
         let item = kv.map(|kv| decode_item(&kv)).transpose()?;
+        if revision == 0 {
+            self.recent.remember_item(&item_key, item.as_ref());
+        }
         if item.is_none() {
             // No item: is there a container?
             self.container_at(container, if revision > 0 { revision } else { read_at })?;

@@ -92,8 +92,14 @@ impl EtcdStore {
         options: &WriteOptions,
     ) -> Result<Option<(ETag, Timestamp, Option<Timestamp>)>> {
         self.validate_write(container, key, change, options)?;
-        let (written, revision) =
-            self.change_item(container, key, |stored_container, item, now, _| {
+        // A write of a whole value (or a delete) never reads the old value: it may be decided
+        // on what this handle last saw.
+        let from_recent = matches!(change, DataChange::Value(_) | DataChange::Delete);
+        let (written, revision) = self.change_item(
+            container,
+            key,
+            from_recent,
+            |stored_container, item, now, _| {
                 let live = item.filter(|item| item.is_live_at(now));
                 let facts = live.map(|item| item.facts());
                 let state = item.map(Stored::coordination).unwrap_or_default();
@@ -141,7 +147,8 @@ impl EtcdStore {
                     value,
                 };
                 Ok((KeyChange::Put(Box::new(record)), Some((now, expires_at))))
-            })?;
+            },
+        )?;
         Ok(written.map(|(now, expires_at)| (ETag(revision_version(revision)), now, expires_at)))
     }
 
@@ -172,7 +179,7 @@ impl EtcdStore {
         self.check_writable()?;
         validate::container_name(container)?;
         validate::key(key, &self.limits)?;
-        let (output, _) = self.change_item(container, key, |_, item, now, revision| {
+        let (output, _) = self.change_item(container, key, false, |_, item, now, revision| {
             let live = item.filter(|item| item.is_live_at(now));
             let state = item.map(Stored::coordination).unwrap_or_default();
             let (coordination, expires_at, output) = decide(live, &state, now, revision)?;

@@ -463,6 +463,35 @@ conformance! {
         });
     }
 
+    what_one_client_last_saw_never_decides_for_it(fixture) {
+        // A handle decides writes of values on what it last saw, and must still decide exactly
+        // as on what is stored when another client wrote meanwhile (docs/etcd.md).
+        fixture.store.create_container("c", &ContainerOptions::default()).unwrap();
+        let other = if fixture.location.starts_with("etcd://") {
+            fixture.open_again(StoreOptions::default())
+        } else {
+            return; // one writing handle per local store
+        };
+        let first = fixture.store.put("c", b"k", b"1", &plain()).unwrap();
+        assert_eq!(other.get("c", b"k", &ReadOptions::default()).unwrap().etag, first);
+        let second = fixture.store.put("c", b"k", b"2", &conditional(Conditions::if_match(first))).unwrap();
+        // `other` last saw `first`: its stale write is refused with the current ETag...
+        let stale = other.put("c", b"k", b"3", &conditional(Conditions::if_match(first))).unwrap_err();
+        assert_eq!((stale.code(), stale.current_etag()), (ErrorCode::ConditionNotMet, Some(second)));
+        // ...and a write naming the ETag it learned elsewhere succeeds, though it last saw another.
+        let third = fixture.store.put("c", b"k", b"4", &plain()).unwrap();
+        other.put("c", b"k", b"5", &conditional(Conditions::if_match(third))).unwrap();
+        // A lease taken by one client refuses the other, whatever the other last saw.
+        let lease = fixture.store.acquire_lease("c", b"k", &LeaseRequest::seconds(15).unwrap()).unwrap();
+        assert_eq!(other.put("c", b"k", b"6", &plain()).unwrap_err().code(), ErrorCode::LeaseIdMissing);
+        fixture.store.release_lease("c", b"k", lease.id).unwrap();
+        // A key deleted by one client is created anew by the other, which last saw it full.
+        other.get("c", b"k", &ReadOptions::default()).unwrap();
+        fixture.store.delete("c", b"k", &plain()).unwrap();
+        other.create("c", b"k", b"7", &plain()).unwrap();
+        assert_eq!(value_of(&fixture.store, "c", b"k").unwrap(), b"7");
+    }
+
     read_only_opens_read_and_refuse_writes(fixture) {
         fixture.store.create_container("c", &ContainerOptions::default()).unwrap();
         fixture.store.put("c", b"k", b"v", &plain()).unwrap();
