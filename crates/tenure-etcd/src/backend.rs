@@ -2,6 +2,7 @@
 //! over to the decisions of store.rs, writes.rs and batch.rs.
 
 use crate::cluster::rejected;
+use crate::codec::Timer;
 use crate::codec::{prefix_end, ContainerRecord};
 use crate::store::{revision_version, EtcdStore, MAX_DECISION_ATTEMPTS, POLL_INTERVAL};
 use crate::writes::{acquire_action, lease_of, random_id, DataChange};
@@ -75,26 +76,36 @@ impl Backend for EtcdStore {
         validate::container_conditions(&options.conditions)?;
         let key = self.keys.container(name);
         let items = self.keys.items(name);
+        let range = |start: Vec<u8>| {
+            let end = prefix_end(&start);
+            TxnOp::delete(
+                start,
+                Some(etcd_client::DeleteOptions::new().with_range(end)),
+            )
+        };
         for _ in 0..MAX_DECISION_ATTEMPTS {
-            let stored = self.stored_container(name, 0)?;
-            Self::check_container_write(
-                &stored,
-                options,
-                lease::ContainerOperation::Delete,
-                self.now(),
-            )?;
-            let compares = vec![Compare::mod_revision(
+            let now = self.now();
+            let (_, stored) = self.stored_container_at(name, 0, now)?;
+            Self::check_container_write(&stored, options, lease::ContainerOperation::Delete, now)?;
+            let mut compares = vec![Compare::mod_revision(
                 key.clone(),
                 CompareOp::Equal,
                 stored.mod_revision,
             )];
-            let operations = vec![
-                TxnOp::delete(key.clone(), None),
-                TxnOp::delete(
-                    items.clone(),
-                    Some(etcd_client::DeleteOptions::new().with_range(prefix_end(&items))),
-                ),
-            ];
+            // The lease check relied on the container's timers.
+            compares.extend(self.container_timer_plan(name, &stored, None, now).compares);
+            // The container, its items, and their timers and its own.
+            let mut operations = vec![TxnOp::delete(key.clone(), None), range(items.clone())];
+            operations.extend(
+                Timer::ALL
+                    .iter()
+                    .map(|&timer| range(self.keys.item_timers(timer, name))),
+            );
+            operations.extend(
+                Timer::OF_CONTAINERS
+                    .iter()
+                    .map(|&timer| TxnOp::delete(self.keys.container_timer(timer, name), None)),
+            );
             if self.commit(compares, operations)?.is_some() {
                 return Ok(());
             }
@@ -387,7 +398,11 @@ impl Backend for EtcdStore {
             return Err(rejected(ErrorCode::ContainerNotFound));
         }
         let now = self.now();
-        let Some(item) = observed.item.filter(|item| item.is_live_at(now)) else {
+        let mut item = observed.item;
+        if let Some(item) = item.as_mut() {
+            item.settle(now);
+        }
+        let Some(item) = item.filter(|item| item.is_live_at(now)) else {
             return Err(rejected(ErrorCode::NotFound));
         };
         Ok(lease::lease_info(item.record.lease.as_ref(), now))
@@ -576,7 +591,7 @@ impl Backend for EtcdStore {
                 active_locks: 0,
                 lease_state: Some(lease::state(stored.record.lease.as_ref(), now)),
             };
-            self.walk_items(&name, b"", b"", revision, &mut |key, item| {
+            self.walk_items(&name, b"", b"", revision, now, &mut |key, item| {
                 if item.is_live_at(now) {
                     stats.items += 1;
                     stats.value_bytes += item.record.value.len() as u64;

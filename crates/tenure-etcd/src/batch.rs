@@ -3,13 +3,15 @@
 
 use crate::cluster::rejected;
 use crate::codec::ItemRecord;
+use crate::codec::Timer;
 use crate::store::{decode_container, decode_item, revision_version, EtcdStore, Stored};
+use crate::timers::{has_deadlines, item_deadlines, TimerPlan};
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use tenure::seam::conditions::{ItemFacts, WriteKind};
 use tenure::seam::item_write::{self, Coordination, WriteRequest};
 use tenure::seam::{ttl, validate};
 use tenure::seam::{BatchOperations, Operation};
-use tenure::{ETag, Error, ErrorCode, Result, Version};
+use tenure::{ETag, Error, ErrorCode, Result, Timestamp, Version};
 
 impl EtcdStore {
     pub(crate) fn validate_batch(&self, batch: &BatchOperations) -> Result<()> {
@@ -96,6 +98,7 @@ impl EtcdStore {
             let txn = Txn::new().and_then(reads.clone());
             async move { client.txn(txn).await }
         })?;
+        let read_at = response.header().map_or(0, |header| header.revision());
         let mut found = response.op_responses().into_iter().map(|op| match op {
             TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next(),
             _ => None,
@@ -122,6 +125,7 @@ impl EtcdStore {
             );
         }
         let now = self.now();
+        self.settle_targets(&targets, &mut stored_items, read_at, now)?;
         // Per key: what the batch sees so far, its coordination, and its final write.
         struct KeyState {
             facts: Option<ItemFacts>,
@@ -199,6 +203,7 @@ impl EtcdStore {
             ));
         }
         let mut writes = Vec::new();
+        let mut plans = Vec::new();
         for (((container, key), stored), state) in targets.iter().zip(&stored_items).zip(&states) {
             let item_key = self.keys.item(container, key);
             compares.push(Compare::mod_revision(
@@ -206,12 +211,21 @@ impl EtcdStore {
                 CompareOp::Equal,
                 stored.as_ref().map_or(0, |item| item.mod_revision),
             ));
+            let old_deadlines = stored
+                .as_ref()
+                .map_or([None; 4], |item| item_deadlines(&item.record));
+            let timers = stored.as_ref().map(|item| item.timers).unwrap_or_default();
+            let timer_key = |timer| self.keys.item_timer(timer, container, key);
             let Some(index) = state.final_write else {
+                // Checked only: the deadlines it relied on must still stand.
+                let plan = TimerPlan::of(&old_deadlines, &old_deadlines, timers, timer_key, now);
+                compares.extend(plan.compares);
                 continue;
             };
             let Operation::Write { value, options, .. } = &operations[index] else {
                 unreachable!("a final write is a write");
             };
+            let mut new_deadlines = [None; 4];
             writes.push(match value {
                 None if state.coordination.lock.is_none() => TxnOp::delete(item_key, None),
                 value => {
@@ -237,15 +251,84 @@ impl EtcdStore {
                             .map(|value| value.of(bytes).to_vec())
                             .unwrap_or_default(),
                     };
+                    new_deadlines = item_deadlines(&record);
                     TxnOp::put(item_key, record.encode(), None)
                 }
             });
+            let plan = TimerPlan::of(&old_deadlines, &new_deadlines, timers, timer_key, now);
+            compares.extend(plan.compares.iter().cloned());
+            plans.push(plan);
         }
         if writes.is_empty() {
             // Checks only: they held at the version read.
             return Ok(Some(revision_version(head)));
         }
-        Ok(self.commit(compares, writes)?.map(revision_version))
+        let mut leases = Vec::new();
+        for plan in &plans {
+            match self.grant_timers(plan) {
+                Ok(granted) => {
+                    writes.extend(plan.puts(&granted));
+                    leases.extend(granted);
+                }
+                Err(error) => {
+                    self.cluster.revoke(&leases);
+                    return Err(error);
+                }
+            }
+        }
+        match self.commit(compares, writes) {
+            Ok(Some(revision)) => Ok(Some(revision_version(revision))),
+            Ok(None) => {
+                self.cluster.revoke(&leases);
+                Ok(None)
+            }
+            Err(error) => {
+                self.cluster.revoke(&leases);
+                Err(error)
+            }
+        }
+    }
+
+    /// Reads, at `revision`, the timers of every target that holds a deadline, and settles
+    /// every target at `now`.
+    fn settle_targets(
+        &self,
+        targets: &[(&str, &[u8])],
+        items: &mut [Option<Stored<ItemRecord>>],
+        revision: i64,
+        now: Timestamp,
+    ) -> Result<()> {
+        const TARGETS_PER_READ: usize = 25;
+        let timed: Vec<usize> = (0..items.len())
+            .filter(|&index| {
+                items[index]
+                    .as_ref()
+                    .is_some_and(|item| has_deadlines(&item_deadlines(&item.record)))
+            })
+            .collect();
+        for chunk in timed.chunks(TARGETS_PER_READ) {
+            let keys: Vec<Vec<u8>> = chunk
+                .iter()
+                .flat_map(|&index| {
+                    let (container, key) = targets[index];
+                    Timer::ALL
+                        .iter()
+                        .map(move |&timer| self.keys.item_timer(timer, container, key))
+                })
+                .collect();
+            let (_, mut found) = self.get_keys(&keys, revision)?;
+            for &index in chunk {
+                let item = items[index].as_mut().expect("timed items exist");
+                for timer in Timer::ALL {
+                    item.timers.0[timer.index()] =
+                        found.next().flatten().map_or(0, |kv| kv.mod_revision());
+                }
+            }
+        }
+        for item in items.iter_mut().flatten() {
+            item.settle(now);
+        }
+        Ok(())
     }
 }
 

@@ -180,6 +180,22 @@ impl Cluster {
         Err(unavailable(&self.endpoints, &last, false))
     }
 
+    /// Grants an etcd lease of `ttl_seconds` for a timer (timers.rs). Repeatable: a lease
+    /// granted twice leaves one unused, which etcd drops when its TTL runs out.
+    pub(crate) fn grant(&self, ttl_seconds: i64) -> Result<i64> {
+        let granted =
+            self.read(|mut client| async move { client.lease_grant(ttl_seconds, None).await })?;
+        Ok(granted.id())
+    }
+
+    /// Revokes the leases of timers a failed commit did not use; a lease this cannot reach
+    /// runs out by itself.
+    pub(crate) fn revoke(&self, leases: &[i64]) {
+        for &lease in leases {
+            let _ = self.read(|mut client| async move { client.lease_revoke(lease).await });
+        }
+    }
+
     /// Runs a future on the store's runtime (watches, which manage their own deadline).
     pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
         self.runtime.block_on(future)

@@ -6,7 +6,14 @@
 //! key of a container:  <prefix> "c/" <name>
 //! key of an item:      <prefix> "i/" <container name> 0x00 <item key>
 //! key of the head:     <prefix> "h"
+//! key of an item's timer:      <prefix> "t/" <kind> "/" <container name> 0x00 <item key>
+//! key of a container's timer:  <prefix> "u/" <kind> "/" <container name>
 //! ```
+//!
+//! A timer is an empty key attached to an etcd lease whose TTL is a deadline's time left:
+//! the cluster deletes it when the deadline passes, so whether a deadline has passed is the
+//! cluster's to say, not a client clock's (store.rs, `settle`). Kinds: `l` a lease's
+//! deadline, `b` its break deadline, `k` a cache lock's deadline, `e` an item's expiry.
 //!
 //! Every transaction that changes the store also rewrites its head, last: the head's
 //! `mod_revision` is the store's version (the cluster's revision moves with other stores'
@@ -100,6 +107,65 @@ impl Keys {
         let split = rest.iter().position(|&byte| byte == 0)?;
         let name = std::str::from_utf8(&rest[..split]).ok()?;
         Some((name, &rest[split + 1..]))
+    }
+}
+
+/// The deadlines a record may hold, each kept by a timer key on the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Timer {
+    Lease,
+    Break,
+    Lock,
+    Expiry,
+}
+
+impl Timer {
+    pub(crate) const ALL: [Timer; 4] = [Timer::Lease, Timer::Break, Timer::Lock, Timer::Expiry];
+    /// A container's lease has the first two.
+    pub(crate) const OF_CONTAINERS: [Timer; 2] = [Timer::Lease, Timer::Break];
+
+    fn tag(self) -> u8 {
+        match self {
+            Timer::Lease => b'l',
+            Timer::Break => b'b',
+            Timer::Lock => b'k',
+            Timer::Expiry => b'e',
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl Keys {
+    pub(crate) fn item_timer(&self, timer: Timer, container: &str, key: &[u8]) -> Vec<u8> {
+        [
+            &self.prefix[..],
+            b"t/",
+            &[timer.tag()],
+            b"/",
+            container.as_bytes(),
+            b"\0",
+            key,
+        ]
+        .concat()
+    }
+
+    /// Where the item timers of one kind of `container` start.
+    pub(crate) fn item_timers(&self, timer: Timer, container: &str) -> Vec<u8> {
+        self.item_timer(timer, container, b"")
+    }
+
+    pub(crate) fn container_timer(&self, timer: Timer, name: &str) -> Vec<u8> {
+        [
+            &self.prefix[..],
+            b"u/",
+            &[timer.tag()],
+            b"/",
+            name.as_bytes(),
+        ]
+        .concat()
     }
 }
 

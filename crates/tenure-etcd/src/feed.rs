@@ -353,7 +353,7 @@ pub(crate) fn sweep_expired(store: &EtcdStore, max_items: usize) -> Result<usize
         return Ok(0);
     }
     for name in store.container_names_at(0)? {
-        store.walk_items(&name, b"", b"", 0, &mut |key, item| {
+        store.walk_items(&name, b"", b"", 0, now, &mut |key, item| {
             if item.record.present && !item.is_live_at(now) {
                 expired.push((store.keys.item(&name, key), item.mod_revision));
             }

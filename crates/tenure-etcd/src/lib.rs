@@ -20,8 +20,8 @@
 //! `StoreOptions`' limits, clock, `read_only` and `change_feed_retention_versions` apply; its
 //! durability, segment, background compaction and space settings are the local engine's and
 //! are ignored (etcd's quorum commits every
-//! write to its members' disks). A manual clock is refused: deadlines are judged by this
-//! client's system clock.
+//! write to its members' disks). A manual clock is refused: every deadline is held by an etcd
+//! lease, so the cluster, not a client's clock, says when it has passed.
 
 mod backend;
 mod batch;
@@ -32,6 +32,7 @@ mod paging;
 mod recent;
 mod snapshot;
 mod store;
+mod timers;
 mod writes;
 
 use std::sync::Arc;

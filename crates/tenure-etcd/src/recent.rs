@@ -82,6 +82,7 @@ impl Recent {
                 },
                 mod_revision: stored.mod_revision,
                 create_revision: stored.create_revision,
+                timers: stored.timers,
             }),
             None => None,
         };

@@ -116,6 +116,7 @@ impl BackendSnapshot for EtcdSnapshot<'_> {
             prefix,
             from,
             self.revision,
+            now,
             &mut |key, stored| {
                 if !stored.is_live_at(now) {
                     return Ok(true);

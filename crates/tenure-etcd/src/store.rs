@@ -9,8 +9,12 @@
 //! cluster; the store's version is the revision of its last change (codec.rs: the head).
 
 use crate::cluster::{corrupt, rejected, Cluster};
+use crate::codec::Timer;
 use crate::codec::{etag_version, prefix_end, ContainerRecord, ItemRecord, Keys};
 use crate::paging;
+use crate::timers::{
+    has_deadlines, item_deadlines, settle_container, settle_item, TimerPlan, TimerRevisions,
+};
 use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
@@ -39,6 +43,8 @@ pub(crate) struct Stored<R> {
     pub(crate) record: R,
     pub(crate) mod_revision: i64,
     pub(crate) create_revision: i64,
+    /// Its timers as read with it (timers.rs); all 0 where they were not read.
+    pub(crate) timers: TimerRevisions,
 }
 
 /// What one decision read: the container and the item, at one revision.
@@ -77,6 +83,7 @@ pub(crate) fn decode_item(kv: &KeyValue) -> Result<Stored<ItemRecord>> {
         record,
         mod_revision: kv.mod_revision(),
         create_revision: kv.create_revision(),
+        timers: TimerRevisions::default(),
     })
 }
 
@@ -86,7 +93,20 @@ pub(crate) fn decode_container(kv: &KeyValue) -> Result<Stored<ContainerRecord>>
         record,
         mod_revision: kv.mod_revision(),
         create_revision: kv.create_revision(),
+        timers: TimerRevisions::default(),
     })
+}
+
+/// The `mod_revision` of each timer key a transaction read, in [`Timer::ALL`] order.
+fn timer_revisions(
+    found: &mut impl Iterator<Item = Option<KeyValue>>,
+    count: usize,
+) -> TimerRevisions {
+    let mut revisions = TimerRevisions::default();
+    for index in 0..count {
+        revisions.0[index] = found.next().flatten().map_or(0, |kv| kv.mod_revision());
+    }
+    revisions
 }
 
 pub(crate) fn revision_version(revision: i64) -> Version {
@@ -94,6 +114,11 @@ pub(crate) fn revision_version(revision: i64) -> Version {
 }
 
 impl Stored<ItemRecord> {
+    /// Moves its deadlines to the side of `now` its timers say (timers.rs).
+    pub(crate) fn settle(&mut self, now: Timestamp) {
+        settle_item(&mut self.record, self.timers, now);
+    }
+
     pub(crate) fn etag_version(&self) -> u64 {
         etag_version(self.record.etag_version, self.mod_revision)
     }
@@ -134,6 +159,10 @@ impl Stored<ItemRecord> {
 }
 
 impl Stored<ContainerRecord> {
+    pub(crate) fn settle(&mut self, now: Timestamp) {
+        settle_container(&mut self.record, self.timers, now);
+    }
+
     pub(crate) fn etag_version(&self) -> u64 {
         etag_version(self.record.etag_version, self.mod_revision)
     }
@@ -244,6 +273,65 @@ impl EtcdStore {
         Ok((revision, response.take_kvs().into_iter().next()))
     }
 
+    /// Reads each of `keys` at `revision` (0: the newest) in one transaction: the revision
+    /// read at, and each key's value or `None`, in order.
+    pub(crate) fn get_keys(
+        &self,
+        keys: &[Vec<u8>],
+        revision: i64,
+    ) -> Result<(i64, impl Iterator<Item = Option<KeyValue>>)> {
+        let mut options = GetOptions::new();
+        if revision > 0 {
+            options = options.with_revision(revision);
+        }
+        let reads: Vec<TxnOp> = keys
+            .iter()
+            .map(|key| TxnOp::get(key.clone(), Some(options.clone())))
+            .collect();
+        let response = self.cluster.read(|mut client| {
+            let txn = Txn::new().and_then(reads.clone());
+            async move { client.txn(txn).await }
+        })?;
+        let read_at = response.header().map_or(0, |header| header.revision());
+        let found = response.op_responses().into_iter().map(|op| match op {
+            TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next(),
+            _ => None,
+        });
+        Ok((read_at, found))
+    }
+
+    /// Reads the timers of every item of `items` that holds a deadline, at `revision`, and
+    /// settles them at `now` (items without deadlines have nothing to settle).
+    pub(crate) fn settle_items(
+        &self,
+        container: &str,
+        items: &mut [(Vec<u8>, Stored<ItemRecord>)],
+        revision: i64,
+        now: Timestamp,
+    ) -> Result<()> {
+        // Each item's timers in one transaction's reads, within etcd's operations per
+        // transaction (128 by default).
+        const ITEMS_PER_READ: usize = 25;
+        let timed: Vec<usize> = (0..items.len())
+            .filter(|&index| has_deadlines(&item_deadlines(&items[index].1.record)))
+            .collect();
+        for chunk in timed.chunks(ITEMS_PER_READ) {
+            let keys: Vec<Vec<u8>> = chunk
+                .iter()
+                .flat_map(|&index| Timer::ALL.iter().map(move |&timer| (timer, index)))
+                .map(|(timer, index)| self.keys.item_timer(timer, container, &items[index].0))
+                .collect();
+            let (_, mut found) = self.get_keys(&keys, revision)?;
+            for &index in chunk {
+                items[index].1.timers = timer_revisions(&mut found, Timer::ALL.len());
+            }
+        }
+        for (_, item) in items.iter_mut() {
+            item.settle(now);
+        }
+        Ok(())
+    }
+
     /// Reads the keys from `start` to `end`, at most `limit` (0: all), at `revision`.
     pub(crate) fn get_range(
         &self,
@@ -268,20 +356,29 @@ impl EtcdStore {
 
     /// The container and the item, read together at one revision (one round trip).
     pub(crate) fn observe(&self, container: &str, key: &[u8]) -> Result<Observed> {
-        let container_key = self.keys.container(container);
-        let item_key = self.keys.item(container, key);
+        let reads = self.observation_reads(container, key);
         let response = self.cluster.read(|mut client| {
-            let txn = Txn::new().and_then([
-                TxnOp::get(container_key.clone(), None),
-                TxnOp::get(item_key.clone(), None),
-            ]);
+            let txn = Txn::new().and_then(reads.clone());
             async move { client.txn(txn).await }
         })?;
         self.observed_from(response)
     }
 
-    /// An observation from a transaction whose responses are the container's and the item's
-    /// reads, in that order.
+    /// The reads of an observation: the container, the item and the item's timers.
+    fn observation_reads(&self, container: &str, key: &[u8]) -> Vec<TxnOp> {
+        let mut reads = vec![
+            TxnOp::get(self.keys.container(container), None),
+            TxnOp::get(self.keys.item(container, key), None),
+        ];
+        reads.extend(
+            Timer::ALL
+                .iter()
+                .map(|&timer| TxnOp::get(self.keys.item_timer(timer, container, key), None)),
+        );
+        reads
+    }
+
+    /// An observation from a transaction whose responses are [`Self::observation_reads`].
     fn observed_from(&self, response: TxnResponse) -> Result<Observed> {
         let revision = response.header().map_or(0, |header| header.revision());
         let mut found = response.op_responses().into_iter().map(|op| match op {
@@ -293,11 +390,15 @@ impl EtcdStore {
             .flatten()
             .map(|kv| decode_container(&kv))
             .transpose()?;
-        let item = found
+        let mut item = found
             .next()
             .flatten()
             .map(|kv| decode_item(&kv))
             .transpose()?;
+        let timers = timer_revisions(&mut found, Timer::ALL.len());
+        if let Some(item) = item.as_mut() {
+            item.timers = timers;
+        }
         Ok(Observed {
             revision,
             container,
@@ -364,7 +465,7 @@ impl EtcdStore {
             None
         };
         for _ in 0..MAX_DECISION_ATTEMPTS {
-            let (observed, fresh) = match next.take() {
+            let (mut observed, fresh) = match next.take() {
                 Some(recalled) => (recalled, false),
                 None => (self.observe(container, key)?, true),
             };
@@ -377,6 +478,9 @@ impl EtcdStore {
                 return Err(rejected(ErrorCode::ContainerNotFound));
             };
             let now = self.now();
+            if let Some(item) = observed.item.as_mut() {
+                item.settle(now);
+            }
             let decided = decide(
                 stored_container,
                 observed.item.as_ref(),
@@ -399,7 +503,24 @@ impl EtcdStore {
                 KeyChange::Delete => (TxnOp::delete(item_key.clone(), None), None),
             };
             let item_revision = observed.item.as_ref().map_or(0, |item| item.mod_revision);
-            let compares = vec![
+            let old_timers = observed
+                .item
+                .as_ref()
+                .map(|item| item.timers)
+                .unwrap_or_default();
+            let plan = TimerPlan::of(
+                &observed
+                    .item
+                    .as_ref()
+                    .map_or([None; 4], |item| item_deadlines(&item.record)),
+                &written
+                    .as_ref()
+                    .map_or([None; 4], |record| item_deadlines(record)),
+                old_timers,
+                |timer| self.keys.item_timer(timer, container, key),
+                now,
+            );
+            let mut compares = vec![
                 // The same incarnation of the container: not deleted (and made again) since.
                 Compare::create_revision(
                     container_key.clone(),
@@ -408,9 +529,13 @@ impl EtcdStore {
                 ),
                 Compare::mod_revision(item_key.clone(), CompareOp::Equal, item_revision),
             ];
-            let reads = [&container_key, &item_key];
-            match self.commit_or_read(compares, vec![operation], reads)? {
-                Ok(revision) => {
+            compares.extend(plan.compares.iter().cloned());
+            let leases = self.grant_timers(&plan)?;
+            let mut operations = vec![operation];
+            operations.extend(plan.puts(&leases));
+            let reads = self.observation_reads(container, key);
+            match self.commit_or_read(compares, operations, reads) {
+                Ok(Ok(revision)) => {
                     let create_revision = match &observed.item {
                         Some(item) if written.is_some() => item.create_revision,
                         _ => revision,
@@ -419,13 +544,21 @@ impl EtcdStore {
                         record: *record,
                         mod_revision: revision,
                         create_revision,
+                        timers: plan.revisions_after(old_timers, revision),
                     });
                     self.recent.remember_item(&item_key, written.as_ref());
                     return Ok((output, revision));
                 }
-                // Someone else changed what was compared: decide again on what the failed
-                // transaction read.
-                Err(read) => next = Some(self.observed_from(read)?),
+                // Someone else changed what was compared, or a timer ran out: decide again
+                // on what the failed transaction read.
+                Ok(Err(read)) => {
+                    self.cluster.revoke(&leases);
+                    next = Some(self.observed_from(read)?);
+                }
+                Err(error) => {
+                    self.cluster.revoke(&leases);
+                    return Err(error);
+                }
             }
         }
         Err(rejected(ErrorCode::Busy))
@@ -447,20 +580,31 @@ impl EtcdStore {
         })
     }
 
-    /// Commits `operations` (and the head) if every compare holds; otherwise reads `reads` in
+    /// The etcd leases of a plan's new timers, granted before the commit that puts them.
+    pub(crate) fn grant_timers(&self, plan: &TimerPlan) -> Result<Vec<i64>> {
+        let mut leases = Vec::with_capacity(plan.new.len());
+        for (_, _, ttl_seconds) in &plan.new {
+            match self.cluster.grant(*ttl_seconds) {
+                Ok(lease) => leases.push(lease),
+                Err(error) => {
+                    self.cluster.revoke(&leases);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(leases)
+    }
+
+    /// Commits `operations` (and the head) if every compare holds; otherwise runs `reads` in
     /// the same round trip. `Ok(Ok(revision))`: committed; `Ok(Err(read))`: nothing was
-    /// written, and this is what the keys hold.
+    /// written, and this is what the reads found.
     fn commit_or_read(
         &self,
         compares: Vec<Compare>,
         mut operations: Vec<TxnOp>,
-        reads: [&Vec<u8>; 2],
+        otherwise: Vec<TxnOp>,
     ) -> Result<std::result::Result<i64, TxnResponse>> {
         operations.push(TxnOp::put(self.keys.head(), Vec::new(), None));
-        let otherwise: Vec<TxnOp> = reads
-            .iter()
-            .map(|key| TxnOp::get(key.to_vec(), None))
-            .collect();
         let response = self.cluster.write(|mut client| {
             let txn = Txn::new()
                 .when(compares.clone())
@@ -482,6 +626,7 @@ impl EtcdStore {
         prefix: &[u8],
         start: &[u8],
         revision: i64,
+        now: Timestamp,
         visit: &mut dyn FnMut(&[u8], &Stored<ItemRecord>) -> Result<bool>,
     ) -> Result<i64> {
         const ETCD_PAGE: i64 = 512;
@@ -493,11 +638,16 @@ impl EtcdStore {
         loop {
             let (read_at, kvs, more) = self.get_range(&from, &end, ETCD_PAGE, revision)?;
             // Every page at the first page's revision: one consistent listing.
-            revision = read_at;
-            for kv in &kvs {
-                let stored = decode_item(kv)?;
-                let key = &kv.key()[base.len()..];
-                if !visit(key, &stored)? {
+            if revision == 0 {
+                revision = read_at;
+            }
+            let mut page = kvs
+                .iter()
+                .map(|kv| Ok((kv.key()[base.len()..].to_vec(), decode_item(kv)?)))
+                .collect::<Result<Vec<_>>>()?;
+            self.settle_items(container, &mut page, revision, now)?;
+            for (key, stored) in &page {
+                if !visit(key, stored)? {
                     return Ok(revision);
                 }
             }
@@ -547,17 +697,24 @@ impl EtcdStore {
         let now = self.now();
         let mut items: Vec<Item> = Vec::new();
         let mut continuation = None;
-        self.walk_items(container, prefix, &start, revision, &mut |key, stored| {
-            if !stored.is_live_at(now) {
-                return Ok(true);
-            }
-            if items.len() == page_size {
-                continuation = Some(paging::encode_continuation(&items[page_size - 1].key));
-                return Ok(false);
-            }
-            items.push(stored.to_item(key, include_values));
-            Ok(true)
-        })?;
+        self.walk_items(
+            container,
+            prefix,
+            &start,
+            revision,
+            now,
+            &mut |key, stored| {
+                if !stored.is_live_at(now) {
+                    return Ok(true);
+                }
+                if items.len() == page_size {
+                    continuation = Some(paging::encode_continuation(&items[page_size - 1].key));
+                    return Ok(false);
+                }
+                items.push(stored.to_item(key, include_values));
+                Ok(true)
+            },
+        )?;
         Ok(Page {
             items,
             continuation,
@@ -591,8 +748,22 @@ impl EtcdStore {
         validate::key(key, &self.limits)?;
         conditions::validate_read(&options.conditions)?;
         let item_key = self.keys.item(container, key);
-        let (read_at, kv) = self.get_key(&item_key, revision)?;
-        let item = kv.map(|kv| decode_item(&kv)).transpose()?;
+        let mut reads = vec![item_key.clone()];
+        reads.extend(
+            Timer::ALL
+                .iter()
+                .map(|&timer| self.keys.item_timer(timer, container, key)),
+        );
+        let (read_at, mut found) = self.get_keys(&reads, revision)?;
+        let mut item = found
+            .next()
+            .flatten()
+            .map(|kv| decode_item(&kv))
+            .transpose()?;
+        let timers = timer_revisions(&mut found, Timer::ALL.len());
+        if let Some(item) = item.as_mut() {
+            item.timers = timers;
+        }
         if revision == 0 {
             self.recent.remember_item(&item_key, item.as_ref());
         }
@@ -601,6 +772,9 @@ impl EtcdStore {
             self.container_at(container, if revision > 0 { revision } else { read_at })?;
         }
         let now = self.now();
+        if let Some(item) = item.as_mut() {
+            item.settle(now);
+        }
         check_read(item.as_ref(), options, now).cloned()
     }
 

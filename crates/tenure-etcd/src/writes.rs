@@ -2,10 +2,12 @@
 //! rules against what was read, committed with the compares of what it read.
 
 use crate::cluster::rejected;
+use crate::codec::Timer;
 use crate::codec::{ContainerRecord, ItemRecord};
 use crate::store::{
     decode_container, revision_version, EtcdStore, KeyChange, Stored, MAX_DECISION_ATTEMPTS,
 };
+use crate::timers::{container_deadlines, TimerPlan};
 use etcd_client::{Compare, CompareOp, TxnOp};
 use tenure::seam::conditions::{self, WriteKind};
 use tenure::seam::item_write::{self, Coordination, WriteRequest};
@@ -245,16 +247,59 @@ impl EtcdStore {
         })
     }
 
-    /// A container's record, or `ContainerNotFound`.
+    /// A container's record with its timers, settled at now, or `ContainerNotFound`.
     pub(crate) fn stored_container(
         &self,
         name: &str,
         revision: i64,
     ) -> Result<Stored<ContainerRecord>> {
-        let (_, kv) = self.get_key(&self.keys.container(name), revision)?;
-        kv.map(|kv| decode_container(&kv))
+        self.stored_container_at(name, revision, self.now())
+            .map(|(_, stored)| stored)
+    }
+
+    /// [`Self::stored_container`] settled at `now`, and the revision it was read at.
+    pub(crate) fn stored_container_at(
+        &self,
+        name: &str,
+        revision: i64,
+        now: Timestamp,
+    ) -> Result<(i64, Stored<ContainerRecord>)> {
+        let mut keys = vec![self.keys.container(name)];
+        keys.extend(
+            Timer::OF_CONTAINERS
+                .iter()
+                .map(|&timer| self.keys.container_timer(timer, name)),
+        );
+        let (read_at, mut found) = self.get_keys(&keys, revision)?;
+        let mut stored = found
+            .next()
+            .flatten()
+            .map(|kv| decode_container(&kv))
             .transpose()?
-            .ok_or_else(|| rejected(ErrorCode::ContainerNotFound))
+            .ok_or_else(|| rejected(ErrorCode::ContainerNotFound))?;
+        for timer in Timer::OF_CONTAINERS {
+            stored.timers.0[timer.index()] =
+                found.next().flatten().map_or(0, |kv| kv.mod_revision());
+        }
+        stored.settle(now);
+        Ok((read_at, stored))
+    }
+
+    /// What a change of a container's record from `old` to `new` does to its timers.
+    pub(crate) fn container_timer_plan(
+        &self,
+        name: &str,
+        old: &Stored<ContainerRecord>,
+        new: Option<&ContainerRecord>,
+        now: Timestamp,
+    ) -> TimerPlan {
+        TimerPlan::of(
+            &container_deadlines(&old.record),
+            &new.map_or([None; 4], container_deadlines),
+            old.timers,
+            |timer| self.keys.container_timer(timer, name),
+            now,
+        )
     }
 
     /// Decides a change to a container's record and commits it if the record is unchanged.
@@ -269,22 +314,29 @@ impl EtcdStore {
     ) -> Result<(T, i64)> {
         let key = self.keys.container(name);
         for _ in 0..MAX_DECISION_ATTEMPTS {
-            let (revision, kv) = self.get_key(&key, 0)?;
-            let Some(stored) = kv.map(|kv| decode_container(&kv)).transpose()? else {
-                return Err(rejected(ErrorCode::ContainerNotFound));
-            };
-            let (record, output) = decide(&stored, self.now(), revision)?;
+            let now = self.now();
+            let (revision, stored) = self.stored_container_at(name, 0, now)?;
+            let (record, output) = decide(&stored, now, revision)?;
             let Some(record) = record else {
                 return Ok((output, revision));
             };
-            let compares = vec![Compare::mod_revision(
+            let plan = self.container_timer_plan(name, &stored, Some(&record), now);
+            let mut compares = vec![Compare::mod_revision(
                 key.clone(),
                 CompareOp::Equal,
                 stored.mod_revision,
             )];
-            let operation = TxnOp::put(key.clone(), record.encode(), None);
-            if let Some(revision) = self.commit(compares, vec![operation])? {
-                return Ok((output, revision));
+            compares.extend(plan.compares.iter().cloned());
+            let leases = self.grant_timers(&plan)?;
+            let mut operations = vec![TxnOp::put(key.clone(), record.encode(), None)];
+            operations.extend(plan.puts(&leases));
+            match self.commit(compares, operations) {
+                Ok(Some(revision)) => return Ok((output, revision)),
+                Ok(None) => self.cluster.revoke(&leases),
+                Err(error) => {
+                    self.cluster.revoke(&leases);
+                    return Err(error);
+                }
             }
         }
         Err(rejected(ErrorCode::Busy))

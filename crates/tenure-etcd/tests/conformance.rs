@@ -346,8 +346,14 @@ conformance! {
         store.put("c", b"session", b"s", &short).unwrap();
         store.put("c", b"stays", b"s", &plain()).unwrap();
         assert!(value_of(store, "c", b"session").is_some());
-        thread::sleep(Duration::from_millis(1_200));
-        assert_eq!(value_of(store, "c", b"session"), None);
+        // Locally the store's clock decides; on a cluster, etcd's lease of the item's timer,
+        // which the leader checks every 500 ms: wait up to 5 s.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while value_of(store, "c", b"session").is_some() {
+            assert!(std::time::Instant::now() < deadline, "the item outlived its TTL by 4 s");
+            thread::sleep(Duration::from_millis(100));
+        }
+        assert!(value_of(store, "c", b"stays").is_some());
         // The local store's background compactor may have recorded the expiry already.
         assert!(store.sweep_expired(100).unwrap() <= 1);
         assert_eq!(store.sweep_expired(100).unwrap(), 0, "recorded once");
@@ -549,6 +555,119 @@ fn etcd_compaction_keeps_every_live_item() {
     if let Some(fixture) = etcd_with(None) {
         compaction_keeps_every_live_item(&fixture);
     }
+}
+
+/// A client clock off by `offset_micros` (ahead when positive): what the cluster's timers
+/// must make irrelevant.
+struct SkewedClock {
+    system: tenure::SystemClock,
+    offset_micros: i64,
+}
+
+impl tenure::Clock for SkewedClock {
+    fn now(&self) -> tenure::Timestamp {
+        self.system.now().saturating_add_signed(self.offset_micros)
+    }
+}
+
+fn skewed(offset_micros: i64) -> StoreOptions {
+    StoreOptions {
+        clock: Arc::new(SkewedClock {
+            system: tenure::SystemClock::new(),
+            offset_micros,
+        }),
+        ..StoreOptions::default()
+    }
+}
+
+/// Waits up to 5 s for `done`.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not happen within 5 s"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn deadlines_are_the_clusters_whatever_the_clients_clocks_say() {
+    let Some(fixture) = etcd() else {
+        return;
+    };
+    const HOUR_MICROS: i64 = 3_600 * 1_000_000;
+    let behind = fixture.open_again(skewed(-HOUR_MICROS));
+    let ahead = fixture.open_again(skewed(HOUR_MICROS));
+    let store = &fixture.store;
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+
+    // A 1 s TTL from a clock an hour behind: by any other clock it expired an hour ago, but
+    // the cluster keeps it for its second.
+    let short = WriteOptions {
+        ttl: Ttl::seconds(1).unwrap(),
+        ..plain()
+    };
+    behind.put("c", b"session", b"s", &short).unwrap();
+    assert_eq!(value_of(store, "c", b"session").unwrap(), b"s");
+    assert_eq!(value_of(&ahead, "c", b"session").unwrap(), b"s");
+    eventually("the expiry", || value_of(store, "c", b"session").is_none());
+    assert_eq!(
+        value_of(&behind, "c", b"session"),
+        None,
+        "gone for the writer too"
+    );
+
+    // A 1 s cache lock from a clock an hour ahead: by the others' clocks it ends in an hour,
+    // but the cluster ends it after its second.
+    store.put("c", b"page", b"v", &plain()).unwrap();
+    let (_, handle) = ahead
+        .get_and_lock("c", b"page", Duration::from_secs(1), false)
+        .unwrap();
+    assert_eq!(
+        store
+            .get_and_lock("c", b"page", Duration::from_secs(30), false)
+            .unwrap_err()
+            .code(),
+        ErrorCode::ObjectLocked
+    );
+    eventually("the lock's end", || {
+        store
+            .get_and_lock("c", b"page", Duration::from_secs(30), false)
+            .is_ok()
+    });
+    // The first holder's handle no longer unlocks anything.
+    assert_eq!(
+        ahead
+            .put_and_unlock("c", b"page", b"late", handle, Ttl::ContainerDefault)
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidLockHandle
+    );
+
+    // A lease's break period, begun by a clock an hour behind, ends by the cluster's timer.
+    store.put("c", b"job", b"v", &plain()).unwrap();
+    let lease = store
+        .acquire_lease("c", b"job", &LeaseRequest::infinite())
+        .unwrap();
+    assert_eq!(
+        behind.break_lease("c", b"job", Some(1)).unwrap(),
+        Duration::from_secs(1)
+    );
+    assert_eq!(
+        ahead.lease_info("c", b"job").unwrap().state,
+        LeaseState::Breaking
+    );
+    eventually("the break's end", || {
+        store.lease_info("c", b"job").unwrap().state == LeaseState::Broken
+    });
+    let next = ahead
+        .acquire_lease("c", b"job", &LeaseRequest::seconds(15).unwrap())
+        .unwrap();
+    assert!(next.fence > lease.fence);
 }
 
 #[test]
