@@ -6,6 +6,7 @@ pub mod fuzz;
 pub mod lease_model;
 pub mod linearizability;
 pub mod model;
+pub mod model_sequences;
 pub mod payload;
 pub mod simdisk;
 pub mod tempdir;

@@ -1,22 +1,20 @@
 //! Model-based test: random sequences of item and container operations, with Compact, Reopen and Crash
 //! steps through the simulated disk, checked after every step against the reference model in
-//! tenure-testkit. Replay a failing sequence with TENURE_SEED=<seed> TENURE_SEQUENCES=1.
+//! tenure-testkit (`tenure_testkit::model_sequences`, which the etcd backend's test runs too).
+//! Replay a failing sequence with TENURE_SEED=<seed> TENURE_SEQUENCES=1.
 
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use tenure::{
-    Conditions, ContainerOptions, Durability, ETag, ErrorCode, ManualClock, ReadOptions, Store,
-    StoreOptions, WriteOptions,
-};
-use tenure_testkit::model::Model;
+use rand::Rng;
+use tenure::{Durability, ManualClock, Store, StoreOptions};
+use tenure_testkit::model_sequences::{run_sequence, Subject};
 use tenure_testkit::{CrashPolicy, SimStorage};
 
-const CONTAINERS: [&str; 2] = ["a", "b"];
 /// Segments compaction removed over the whole run: the run must exercise it.
 static SEGMENTS_REMOVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-const KEYS: [&[u8]; 6] = [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5"];
+/// Steps of the longest sequence.
+const MAX_STEPS: usize = 60;
 
 fn store_options(clock: &ManualClock) -> StoreOptions {
     StoreOptions {
@@ -28,205 +26,55 @@ fn store_options(clock: &ManualClock) -> StoreOptions {
     }
 }
 
-fn outcome<T>(result: &Result<T, tenure::Error>) -> Result<(), ErrorCode> {
-    result.as_ref().map(|_| ()).map_err(|error| error.code())
+/// A store on the simulated disk: Reopen closes and opens it; Crash cuts the power.
+struct Local {
+    clock: ManualClock,
+    disk: SimStorage,
+    store: Option<Store>,
 }
 
-fn check_against_model(store: &Store, model: &Model, seed: u64, step: usize) {
-    for container in CONTAINERS {
-        for key in KEYS {
-            let expected = model
-                .get(container, key)
-                .map(|item| (item.value.clone(), item.version));
-            let actual = store
-                .get(container, key, &ReadOptions::default())
-                .map(|item| (item.value.unwrap(), item.version))
-                .map_err(|error| error.code());
-            assert_eq!(
-                actual,
-                expected,
-                "seed {seed} step {step}: get {container}/{:?}",
-                String::from_utf8_lossy(key)
-            );
+impl Local {
+    fn new() -> Local {
+        let clock = ManualClock::new(1_700_000_000_000_000);
+        let disk = SimStorage::new();
+        let store =
+            Store::open_with_storage(Arc::new(disk.clone()), store_options(&clock)).unwrap();
+        Local {
+            clock,
+            disk,
+            store: Some(store),
         }
-        let listed = store.list(container, b"", 100, None, false);
-        match model.containers.get(container) {
-            Some(items) => {
-                let keys: Vec<Vec<u8>> = listed
-                    .unwrap()
-                    .items
-                    .into_iter()
-                    .map(|item| item.key)
-                    .collect();
-                let expected: Vec<Vec<u8>> = items.keys().cloned().collect();
-                assert_eq!(keys, expected, "seed {seed} step {step}: list {container}");
-            }
-            None => assert_eq!(listed.unwrap_err().code(), ErrorCode::ContainerNotFound),
-        }
-        // A snapshot scan sees the same items, values and versions, from any start key.
-        let snapshot = store.snapshot().unwrap();
-        for from in [&b""[..], KEYS[KEYS.len() / 2]] {
-            let mut scanned = Vec::new();
-            let result = snapshot.scan(container, b"", from, |entry| {
-                scanned.push((entry.key.to_vec(), entry.value.to_vec(), entry.version));
-                true
-            });
-            match model.containers.get(container) {
-                Some(items) => {
-                    assert_eq!(result.unwrap(), scanned.len());
-                    let expected: Vec<(Vec<u8>, Vec<u8>, u64)> = items
-                        .iter()
-                        .filter(|(key, _)| key.as_slice() >= from)
-                        .map(|(key, item)| (key.clone(), item.value.clone(), item.version))
-                        .collect();
-                    assert_eq!(
-                        scanned, expected,
-                        "seed {seed} step {step}: scan {container} from {from:?}"
-                    );
-                }
-                None => assert_eq!(result.unwrap_err().code(), ErrorCode::ContainerNotFound),
-            }
-        }
+    }
+
+    fn open(&mut self) {
+        let store =
+            Store::open_with_storage(Arc::new(self.disk.clone()), store_options(&self.clock))
+                .unwrap_or_else(|error| panic!("reopen: {error}"));
+        self.store = Some(store);
     }
 }
 
-fn run_sequence(seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let clock = ManualClock::new(1_700_000_000_000_000);
-    let mut disk = SimStorage::new();
-    let mut store =
-        Store::open_with_storage(Arc::new(disk.clone()), store_options(&clock)).unwrap();
-    let mut model = Model::default();
-    let steps = rng.gen_range(5..60);
-    for step in 0..steps {
-        let container = CONTAINERS[rng.gen_range(0..CONTAINERS.len())];
-        let key = KEYS[rng.gen_range(0..KEYS.len())];
-        // Mostly small values, some large enough to fill segments so compaction has work.
-        let length = if rng.gen_range(0..4) == 0 {
-            rng.gen_range(1000..6000)
-        } else {
-            rng.gen_range(0..40)
-        };
-        let value: Vec<u8> = (0..length).map(|_| rng.gen()).collect();
-        match rng.gen_range(0..100) {
-            0..=7 => {
-                let result = store.create_container(container, &ContainerOptions::default());
-                assert_eq!(
-                    outcome(&result),
-                    model.create_container(container),
-                    "seed {seed} step {step}"
-                );
-            }
-            8..=9 => {
-                let result = store.delete_container(container, &Default::default());
-                assert_eq!(
-                    outcome(&result),
-                    model.delete_container(container),
-                    "seed {seed} step {step}"
-                );
-            }
-            10..=34 => {
-                let verdict = model.check_put(container, key, None, false);
-                let result = store.put(container, key, &value, &WriteOptions::default());
-                assert_eq!(outcome(&result), verdict, "seed {seed} step {step}: put");
-                if let Ok(etag) = result {
-                    model.apply_put(container, key, &value, etag.version());
-                }
-            }
-            35..=44 => {
-                let verdict = model.check_put(container, key, None, true);
-                let result = store.create(container, key, &value, &WriteOptions::default());
-                assert_eq!(outcome(&result), verdict, "seed {seed} step {step}: create");
-                if let Ok(etag) = result {
-                    model.apply_put(container, key, &value, etag.version());
-                }
-            }
-            45..=59 => {
-                // if_match with the current ETag, or a stale one.
-                let current = model.get(container, key).map(|item| item.version).ok();
-                let expected = match current {
-                    Some(version) if rng.gen_bool(0.7) => version,
-                    Some(version) => version.saturating_sub(1),
-                    None => rng.gen_range(1..50),
-                };
-                let verdict = model.check_put(container, key, Some(expected), false);
-                let options = WriteOptions::with_conditions(Conditions::if_match(ETag(expected)));
-                let result = store.put(container, key, &value, &options);
-                assert_eq!(
-                    outcome(&result),
-                    verdict,
-                    "seed {seed} step {step}: put if_match"
-                );
-                if let Ok(etag) = result {
-                    model.apply_put(container, key, &value, etag.version());
-                }
-            }
-            60..=69 => {
-                let verdict = model.check_delete(container, key);
-                let result = store.delete(container, key, &WriteOptions::default());
-                assert_eq!(outcome(&result), verdict, "seed {seed} step {step}: delete");
-                if result.is_ok() {
-                    model.apply_delete(container, key);
-                }
-            }
-            70..=81 => {
-                // A batch of two puts and a delete; all or nothing.
-                let second = KEYS[rng.gen_range(0..KEYS.len())];
-                let third = KEYS[rng.gen_range(0..KEYS.len())];
-                let mut trial = model.clone();
-                let mut verdict = trial.check_put(container, key, None, false);
-                if verdict.is_ok() {
-                    trial.apply_put(container, key, &value, 0);
-                    verdict = trial.check_put(container, second, None, true);
-                }
-                if verdict.is_ok() {
-                    trial.apply_put(container, second, b"second", 0);
-                    verdict = trial.check_delete(container, third);
-                }
-                let mut batch = store.batch();
-                batch
-                    .put(container, key, &value, WriteOptions::default())
-                    .create(container, second, b"second", WriteOptions::default())
-                    .delete(container, third, WriteOptions::default());
-                let result = batch.commit();
-                assert_eq!(outcome(&result), verdict, "seed {seed} step {step}: batch");
-                if let Ok(version) = result {
-                    model.apply_put(container, key, &value, version);
-                    model.apply_put(container, second, b"second", version);
-                    model.apply_delete(container, third);
-                }
-            }
-            82..=87 => {
-                let report = store
-                    .compact()
-                    .unwrap_or_else(|error| panic!("seed {seed} step {step}: compact: {error}"));
-                SEGMENTS_REMOVED.fetch_add(
-                    report.segments_removed,
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-            }
-            88..=92 => {
-                store.close().unwrap();
-                store = Store::open_with_storage(Arc::new(disk.clone()), store_options(&clock))
-                    .unwrap();
-            }
-            _ => {
-                // Power cut: in sync mode every acknowledged write survives.
-                let policy = [
-                    CrashPolicy::DropAll,
-                    CrashPolicy::KeepAll,
-                    CrashPolicy::Random,
-                ][rng.gen_range(0..3)];
-                let crashed = disk.crash(&mut rng, policy);
-                drop(store);
-                disk = crashed;
-                store = Store::open_with_storage(Arc::new(disk.clone()), store_options(&clock))
-                    .unwrap_or_else(|error| {
-                        panic!("seed {seed} step {step}: reopen after crash: {error}")
-                    });
-            }
-        }
-        check_against_model(&store, &model, seed, step);
+impl Subject for Local {
+    fn store(&self) -> &Store {
+        self.store.as_ref().expect("open")
+    }
+
+    fn reopen(&mut self) {
+        self.store.take().expect("open").close().unwrap();
+        self.open();
+    }
+
+    fn crash(&mut self, rng: &mut StdRng) {
+        // Power cut: in sync mode every acknowledged write survives.
+        let policy = [
+            CrashPolicy::DropAll,
+            CrashPolicy::KeepAll,
+            CrashPolicy::Random,
+        ][rng.gen_range(0..3)];
+        let crashed = self.disk.crash(rng, policy);
+        drop(self.store.take());
+        self.disk = crashed;
+        self.open();
     }
 }
 
@@ -241,7 +89,12 @@ fn random_sequences_match_the_reference_model_across_reopens_and_crashes() {
         .and_then(|text| text.parse().ok())
         .unwrap_or(2_000);
     for seed in first_seed..first_seed + count {
-        if std::panic::catch_unwind(|| run_sequence(seed)).is_err() {
+        if std::panic::catch_unwind(|| {
+            let removed = run_sequence(&mut Local::new(), seed, MAX_STEPS);
+            SEGMENTS_REMOVED.fetch_add(removed, std::sync::atomic::Ordering::Relaxed);
+        })
+        .is_err()
+        {
             panic!("sequence failed; replay with TENURE_SEED={seed} TENURE_SEQUENCES=1");
         }
     }
