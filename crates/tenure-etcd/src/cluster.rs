@@ -227,7 +227,9 @@ pub(crate) fn classify(error: etcd_client::Error) -> Failure {
                     compact_revision: compacted_revision(&message),
                 };
             }
-            if message.contains("request is too large") {
+            if message.contains("request is too large")
+                || message.contains("received message larger than max")
+            {
                 return Failure::Refused(Error::invalid(
                     "value",
                     "the request is larger than the cluster accepts (etcd's \

@@ -34,6 +34,8 @@ use tenure::{
 /// Tries of one decision against concurrent writers before `Busy` (each failed try means
 /// another client's transaction committed, so the cluster as a whole progresses).
 pub(crate) const MAX_DECISION_ATTEMPTS: usize = 64;
+/// The largest response a listing's page may be (tonic's default is 4 MiB).
+const MAX_RESPONSE_BYTES: usize = 1 << 30;
 /// How often `acquire_lease_wait` and `wait_for_changes` look again.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -344,10 +346,14 @@ impl EtcdStore {
         if revision > 0 {
             options = options.with_revision(revision);
         }
-        let mut response = self.cluster.read(|mut client| {
+        let mut response = self.cluster.read(|client| {
             let start = start.to_vec();
             let options = options.clone();
-            async move { client.get(start, Some(options)).await }
+            // A page of large values may pass tonic's default 4 MiB for a response.
+            let mut kv = client
+                .kv_client()
+                .max_decoding_message_size(MAX_RESPONSE_BYTES);
+            async move { kv.get(start, Some(options)).await }
         })?;
         let revision = response.header().map_or(0, |header| header.revision());
         let more = response.more();

@@ -671,6 +671,39 @@ fn deadlines_are_the_clusters_whatever_the_clients_clocks_say() {
 }
 
 #[test]
+fn etcds_limits_are_invalid_arguments_naming_the_setting_to_raise() {
+    let Some(fixture) = etcd() else {
+        return;
+    };
+    let store = &fixture.store;
+    store
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    // Within tenure's limits (64 MiB), beyond etcd's default request size (1.5 MiB).
+    let large = vec![7u8; 2 << 20];
+    let error = store.put("c", b"large", &large, &plain()).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::InvalidArgument, "{error}");
+    assert!(error.to_string().contains("--max-request-bytes"), "{error}");
+    // Within tenure's 1,000 operations, beyond etcd's 128 per transaction.
+    let mut batch = store.batch();
+    for index in 0..200u32 {
+        batch.put("c", &index.to_le_bytes(), b"v", plain());
+    }
+    let error = batch.commit().unwrap_err();
+    assert_eq!(error.code(), ErrorCode::InvalidArgument);
+    assert!(error.to_string().contains("--max-txn-ops"), "{error}");
+    // Nothing of either was written.
+    assert_eq!(
+        store.list("c", b"", 1000, None, false).unwrap().items.len(),
+        0
+    );
+    assert_eq!(
+        store.changes(0, &ChangesOptions::default()).unwrap().len(),
+        1
+    );
+}
+
+#[test]
 fn a_manual_clock_cannot_drive_a_cluster() {
     let Some(endpoints) = etcd_endpoints() else {
         return;
