@@ -79,12 +79,14 @@ pub(crate) fn visit_changes(
     if let Some(container) = &options.container {
         validate::container_name(container)?;
     }
-    let (_, head) = store.head()?;
+    let (_, head, first) = store.history()?;
     let since = i64::try_from(since).unwrap_or(i64::MAX);
     if since >= head {
         return Ok(());
     }
-    let revisions = watch_history(store, since + 1, head)?;
+    // The store's history starts at its first change: a cluster compacted before it lost
+    // nothing of this store's.
+    let revisions = watch_history(store, (since + 1).max(first), head)?;
     let mut visited = 0usize;
     for (revision, events) in &revisions {
         visited += visit_revision(store, *revision, events, options, visit)?;

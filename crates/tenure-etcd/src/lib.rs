@@ -29,6 +29,7 @@ mod cluster;
 mod codec;
 mod feed;
 mod paging;
+mod reads;
 mod recent;
 mod snapshot;
 mod store;

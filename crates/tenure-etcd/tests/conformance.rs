@@ -554,6 +554,21 @@ fn etcd_compaction_keeps_every_live_item() {
     let _alone = CLUSTER_HISTORY.write().unwrap_or_else(|e| e.into_inner());
     if let Some(fixture) = etcd_with(None) {
         compaction_keeps_every_live_item(&fixture);
+        // The cluster's history is compacted, but a store begun after it lost nothing: its
+        // feed from the start works.
+        let later = etcd_with(None).unwrap();
+        later
+            .store
+            .create_container("c", &ContainerOptions::default())
+            .unwrap();
+        let changes = later.store.changes(0, &ChangesOptions::default()).unwrap();
+        assert_eq!(changes.len(), 1);
+        // The first store's history before the compaction is gone, and says so.
+        let error = fixture
+            .store
+            .changes(0, &ChangesOptions::default())
+            .unwrap_err();
+        assert_eq!(error.code(), ErrorCode::Compacted);
     }
 }
 
