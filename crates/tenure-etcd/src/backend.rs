@@ -304,7 +304,7 @@ impl Backend for EtcdStore {
 
     fn commit_batch(&self, batch: &BatchOperations) -> Result<Version> {
         self.check_writable()?;
-        self.validate_batch(batch)?;
+        batch.validate(&self.limits)?;
         for _ in 0..MAX_DECISION_ATTEMPTS {
             if let Some(version) = self.attempt_batch(batch)? {
                 return Ok(version);

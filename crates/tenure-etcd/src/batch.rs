@@ -9,62 +9,11 @@ use crate::timers::{has_deadlines, item_deadlines, TimerPlan};
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use tenure::seam::conditions::{ItemFacts, WriteKind};
 use tenure::seam::item_write::{self, Coordination, WriteRequest};
-use tenure::seam::{ttl, validate};
+use tenure::seam::ttl;
 use tenure::seam::{BatchOperations, Operation};
-use tenure::{ETag, Error, ErrorCode, Result, Timestamp, Version};
+use tenure::{ETag, ErrorCode, Result, Timestamp, Version};
 
 impl EtcdStore {
-    pub(crate) fn validate_batch(&self, batch: &BatchOperations) -> Result<()> {
-        let limits = &self.limits;
-        let operations = batch.operations();
-        if operations.is_empty() {
-            return Err(Error::invalid(
-                "batch",
-                "a batch needs at least one operation",
-            ));
-        }
-        if operations.len() > limits.max_batch_operations {
-            return Err(Error::invalid(
-                "batch",
-                format!(
-                    "at most {} operations, got {}",
-                    limits.max_batch_operations,
-                    operations.len()
-                ),
-            ));
-        }
-        let mut total_bytes = 0usize;
-        for (index, operation) in operations.iter().enumerate() {
-            let (container, key) = operation.target(batch.bytes());
-            let checked = validate::container_name(container)
-                .and_then(|()| validate::key(key, limits))
-                .and_then(|()| match operation {
-                    Operation::Write { value, options, .. } => {
-                        let value = value.map_or(&[][..], |value| value.of(batch.bytes()));
-                        total_bytes += key.len() + value.len();
-                        validate::value(value, limits)
-                            .and_then(|()| validate::metadata(&options.metadata, limits))
-                            .and_then(|()| {
-                                validate::content_type(options.content_type.as_deref(), limits)
-                            })
-                            .and_then(|()| options.ttl.validate().map(|_| ()))
-                    }
-                    Operation::Check { .. } => Ok(()),
-                });
-            checked.map_err(|error| batch_failed(batch, index, error))?;
-        }
-        if total_bytes > limits.max_batch_bytes {
-            return Err(Error::invalid(
-                "batch",
-                format!(
-                    "at most {} bytes of keys and values, got {total_bytes}",
-                    limits.max_batch_bytes
-                ),
-            ));
-        }
-        Ok(())
-    }
-
     /// One try at a batch: read every key and container it names in one transaction, decide
     /// every operation in order, commit all of it in one transaction comparing what was read.
     /// `Ok(None)`: another client changed something read; try again.
@@ -150,11 +99,7 @@ impl EtcdStore {
                 .position(|name| *name == container)
                 .expect("collected");
             if stored_containers[container_index].is_none() {
-                return Err(batch_failed(
-                    batch,
-                    index,
-                    rejected(ErrorCode::ContainerNotFound),
-                ));
+                return Err(batch.failed(index, rejected(ErrorCode::ContainerNotFound)));
             }
             let position = targets
                 .iter()
@@ -183,7 +128,7 @@ impl EtcdStore {
                 &state.coordination,
                 now,
             )
-            .map_err(|error| batch_failed(batch, index, error))?;
+            .map_err(|error| batch.failed(index, error))?;
             if let Operation::Write { value, .. } = operation {
                 state.facts = value.map(|_| ItemFacts {
                     etag: ETag(Version::MAX),
@@ -329,13 +274,5 @@ impl EtcdStore {
             item.settle(now);
         }
         Ok(())
-    }
-}
-
-pub(crate) fn batch_failed(batch: &BatchOperations, index: usize, error: Error) -> Error {
-    Error::BatchFailed {
-        index,
-        error: Box::new(error),
-        operation_count: batch.operations().len(),
     }
 }

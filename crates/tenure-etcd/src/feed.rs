@@ -13,7 +13,7 @@ use std::time::Instant;
 use etcd_client::{
     Client, CompactionOptions, Compare, CompareOp, EventType, KeyValue, TxnOp, WatchOptions,
 };
-use tenure::seam::validate;
+use tenure::seam::check_changes_options;
 use tenure::{
     ChangeKind, ChangeRef, ChangesOptions, CompactionReport, ETag, Error, ErrorCode, Result,
     Version,
@@ -23,8 +23,6 @@ use crate::cluster::{classify, unavailable, Failure};
 use crate::codec::{prefix_end, ItemRecord};
 use crate::store::{decode_item, revision_version, EtcdStore};
 
-/// At most this many changes per call, as locally.
-const MAX_CHANGES_PER_CALL: usize = 100_000;
 /// How long the watch of one `changes` call may take, in request timeouts.
 const FEED_TIMEOUTS: u32 = 4;
 
@@ -70,15 +68,7 @@ pub(crate) fn visit_changes(
     options: &ChangesOptions,
     visit: &mut dyn FnMut(ChangeRef<'_>) -> bool,
 ) -> Result<()> {
-    if options.max_changes == 0 || options.max_changes > MAX_CHANGES_PER_CALL {
-        return Err(Error::invalid(
-            "max_changes",
-            format!("must be 1..={MAX_CHANGES_PER_CALL}"),
-        ));
-    }
-    if let Some(container) = &options.container {
-        validate::container_name(container)?;
-    }
+    check_changes_options(options)?;
     let (_, head, first) = store.history()?;
     let since = i64::try_from(since).unwrap_or(i64::MAX);
     if since >= head {

@@ -28,7 +28,6 @@ mod batch;
 mod cluster;
 mod codec;
 mod feed;
-mod paging;
 mod reads;
 mod recent;
 mod snapshot;

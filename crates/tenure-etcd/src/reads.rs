@@ -4,12 +4,11 @@
 use crate::cluster::rejected;
 use crate::codec::Timer;
 use crate::codec::{prefix_end, ContainerRecord, ItemRecord};
-use crate::paging;
 use crate::store::{check_read, decode_container, decode_item, timer_revisions, EtcdStore, Stored};
 use crate::timers::{has_deadlines, item_deadlines};
 use tenure::seam::conditions::{self};
-use tenure::seam::validate;
-use tenure::{Error, ErrorCode, Item, Page, ReadOptions, Result, Timestamp};
+use tenure::seam::{paging, validate};
+use tenure::{ErrorCode, Item, Page, ReadOptions, Result, Timestamp};
 
 impl EtcdStore {
     /// Reads the timers of every item of `items` that holds a deadline, at `revision`, and
@@ -97,28 +96,8 @@ impl EtcdStore {
         continuation: Option<&str>,
         include_values: bool,
     ) -> Result<Page> {
-        validate::container_name(container)?;
-        validate::key_bound("prefix", prefix, &self.limits)?;
-        if page_size == 0 || page_size > self.limits.max_page_size {
-            return Err(Error::invalid(
-                "page_size",
-                format!("must be 1..={}", self.limits.max_page_size),
-            ));
-        }
-        let start = match continuation {
-            Some(token) => {
-                let mut after = paging::decode_continuation(token)?;
-                if !after.starts_with(prefix) {
-                    return Err(Error::invalid(
-                        "continuation",
-                        "the token belongs to another prefix",
-                    ));
-                }
-                after.push(0);
-                after
-            }
-            None => prefix.to_vec(),
-        };
+        let start =
+            paging::listing_start(container, prefix, page_size, continuation, &self.limits)?;
         let (revision, _) = self.container_at(container, revision)?;
         let now = self.now();
         let mut items: Vec<Item> = Vec::new();

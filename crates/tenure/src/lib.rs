@@ -52,9 +52,10 @@ pub use types::{ETag, Version};
 /// follows the engine's version exactly; no other stability is promised.
 pub mod seam {
     pub use crate::backend::batch::{BatchOperations, Operation, Span};
+    pub use crate::backend::results::{check_changes_options, MAX_CHANGES_PER_CALL};
     pub use crate::backend::{Backend, BackendSnapshot, PutKind};
     pub use crate::rules::{
-        conditions, etag, item_write, lease, lock, ttl, validate, with_current_etag,
+        conditions, etag, item_write, lease, lock, paging, ttl, validate, with_current_etag,
     };
 }
 

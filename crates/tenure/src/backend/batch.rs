@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use crate::backend::options::WriteOptions;
+use crate::error::{Error, Result};
 use crate::rules::conditions::WriteKind;
+use crate::rules::limits::Limits;
+use crate::rules::validate;
 
 pub enum Operation {
     Write {
@@ -128,5 +131,65 @@ impl BatchOperations {
     /// The arena the operations' spans point into.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// `error` as the failure of operation `index`: what a failed batch reports.
+    pub fn failed(&self, index: usize, error: Error) -> Error {
+        Error::BatchFailed {
+            index,
+            error: Box::new(error),
+            operation_count: self.operations.len(),
+        }
+    }
+
+    /// Step 1 of a batch (docs/spec.md §8), before anything is looked up: its size, then each
+    /// operation's arguments (a failure names the operation), then its bytes.
+    pub fn validate(&self, limits: &Limits) -> Result<()> {
+        if self.operations.is_empty() {
+            return Err(Error::invalid(
+                "batch",
+                "a batch needs at least one operation",
+            ));
+        }
+        if self.operations.len() > limits.max_batch_operations {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "at most {} operations, got {}",
+                    limits.max_batch_operations,
+                    self.operations.len()
+                ),
+            ));
+        }
+        let mut total_bytes = 0usize;
+        for (index, operation) in self.operations.iter().enumerate() {
+            let (container, key) = operation.target(&self.bytes);
+            let checked =
+                validate::container_name(container).and_then(|()| validate::key(key, limits));
+            let checked = checked.and_then(|()| match operation {
+                Operation::Write { value, options, .. } => {
+                    let value = value.map_or(&[][..], |value| value.of(&self.bytes));
+                    total_bytes += key.len() + value.len();
+                    validate::value(value, limits)
+                        .and_then(|()| validate::metadata(&options.metadata, limits))
+                        .and_then(|()| {
+                            validate::content_type(options.content_type.as_deref(), limits)
+                        })
+                        .and_then(|()| options.ttl.validate().map(|_| ()))
+                }
+                Operation::Check { .. } => Ok(()),
+            });
+            checked.map_err(|error| self.failed(index, error))?;
+        }
+        if total_bytes > limits.max_batch_bytes {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "at most {} bytes of keys and values, got {total_bytes}",
+                    limits.max_batch_bytes
+                ),
+            ));
+        }
+        Ok(())
     }
 }

@@ -216,3 +216,21 @@ impl Default for ChangesOptions {
         }
     }
 }
+
+/// The most changes one `changes` call returns.
+pub const MAX_CHANGES_PER_CALL: usize = 100_000;
+
+/// Step 1 of a `changes` call, as every backend checks it: the page size and the container
+/// filter's name.
+pub fn check_changes_options(options: &ChangesOptions) -> crate::error::Result<()> {
+    if options.max_changes == 0 || options.max_changes > MAX_CHANGES_PER_CALL {
+        return Err(crate::error::Error::invalid(
+            "max_changes",
+            format!("must be 1..={MAX_CHANGES_PER_CALL}"),
+        ));
+    }
+    if let Some(container) = &options.container {
+        crate::rules::validate::container_name(container)?;
+    }
+    Ok(())
+}

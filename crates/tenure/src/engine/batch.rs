@@ -36,7 +36,6 @@ use crate::record::Coordination;
 use crate::record::{self, ItemWrite};
 use crate::rules::conditions::{ItemFacts, WriteKind};
 use crate::rules::ttl;
-use crate::rules::validate;
 use crate::types::{ETag, Version};
 
 /// A batch attempt that keeps meeting concurrent writers gives up after this many tries.
@@ -115,7 +114,7 @@ impl Engine {
     /// new ETag). On failure: `Error::BatchFailed { index, error }`.
     pub(crate) fn commit_batch(&self, batch: &BatchOperations) -> Result<Version> {
         self.check_open()?;
-        self.validate_batch(batch)?;
+        batch.validate(&self.limits)?;
         for _ in 0..MAX_BATCH_ATTEMPTS {
             if let Some(version) = self.attempt_batch(batch)? {
                 return Ok(version);
@@ -123,64 +122,6 @@ impl Engine {
         }
         // Concurrent writers kept moving the batch's keys: nothing was written.
         Err(Error::rejected(ErrorCode::Busy))
-    }
-
-    fn failed(batch: &BatchOperations, index: usize, error: Error) -> Error {
-        Error::BatchFailed {
-            index,
-            error: Box::new(error),
-            operation_count: batch.operations().len(),
-        }
-    }
-
-    fn validate_batch(&self, batch: &BatchOperations) -> Result<()> {
-        let limits = &self.limits;
-        if batch.operations().is_empty() {
-            return Err(Error::invalid(
-                "batch",
-                "a batch needs at least one operation",
-            ));
-        }
-        if batch.operations().len() > limits.max_batch_operations {
-            return Err(Error::invalid(
-                "batch",
-                format!(
-                    "at most {} operations, got {}",
-                    limits.max_batch_operations,
-                    batch.operations().len()
-                ),
-            ));
-        }
-        let mut total_bytes = 0usize;
-        for (index, operation) in batch.operations().iter().enumerate() {
-            let (container, key) = operation.target(batch.bytes());
-            let checked =
-                validate::container_name(container).and_then(|()| validate::key(key, limits));
-            let checked = checked.and_then(|()| match operation {
-                Operation::Write { value, options, .. } => {
-                    let value = value.map_or(&[][..], |value| value.of(batch.bytes()));
-                    total_bytes += key.len() + value.len();
-                    validate::value(value, limits)
-                        .and_then(|()| validate::metadata(&options.metadata, limits))
-                        .and_then(|()| {
-                            validate::content_type(options.content_type.as_deref(), limits)
-                        })
-                        .and_then(|()| options.ttl.validate().map(|_| ()))
-                }
-                Operation::Check { .. } => Ok(()),
-            });
-            checked.map_err(|error| Self::failed(batch, index, error))?;
-        }
-        if total_bytes > limits.max_batch_bytes {
-            return Err(Error::invalid(
-                "batch",
-                format!(
-                    "at most {} bytes of keys and values, got {total_bytes}",
-                    limits.max_batch_bytes
-                ),
-            ));
-        }
-        Ok(())
     }
 
     /// One try. `Ok(None)`: a head moved under us; try again.
@@ -239,7 +180,7 @@ impl Engine {
                 Some((name, incarnation)) if *name == container => Arc::clone(incarnation),
                 _ => {
                     let incarnation = self.catalog.live(container).ok_or_else(|| {
-                        Self::failed(batch, index, Error::rejected(ErrorCode::ContainerNotFound))
+                        batch.failed(index, Error::rejected(ErrorCode::ContainerNotFound))
                     })?;
                     last_container = Some((container, Arc::clone(&incarnation)));
                     incarnation
@@ -254,7 +195,7 @@ impl Engine {
             };
             let entry = &mut touched[position];
             self.apply_operation(entry, operation, now)
-                .map_err(|error| Self::failed(batch, index, error))?;
+                .map_err(|error| batch.failed(index, error))?;
             if let Operation::Write { .. } = operation {
                 entry.final_write = Some(index);
             }

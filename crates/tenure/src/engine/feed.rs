@@ -4,17 +4,15 @@
 //! Records that are not changes (compaction's copies, lease and lock changes, aborts) are
 //! skipped.
 
-use crate::backend::results::{Change, ChangeKind, ChangeRef, ChangesOptions};
+use crate::backend::results::{
+    check_changes_options, Change, ChangeKind, ChangeRef, ChangesOptions,
+};
 use std::time::Duration;
 
 use crate::engine::core::Engine;
 use crate::error::{Error, Result};
 use crate::record::{self, DecodedRecord};
-use crate::rules::validate;
 use crate::types::{ETag, Version};
-
-/// At most this many changes per `changes` call.
-pub const MAX_CHANGES_PER_CALL: usize = 100_000;
 
 impl Engine {
     /// The committed changes after `since`, oldest first: `visit` sees each with its key and
@@ -99,15 +97,7 @@ impl Engine {
     }
 
     fn check_feed_request(&self, since: Version, options: &ChangesOptions) -> Result<()> {
-        if options.max_changes == 0 || options.max_changes > MAX_CHANGES_PER_CALL {
-            return Err(Error::invalid(
-                "max_changes",
-                format!("must be 1..={MAX_CHANGES_PER_CALL}"),
-            ));
-        }
-        if let Some(container) = &options.container {
-            validate::container_name(container)?;
-        }
+        check_changes_options(options)?;
         let (_, oldest) = self.log.feed_start(since);
         if let (true, Some(oldest)) = (self.log.first_slot() > 0, oldest) {
             if since + 1 < oldest {

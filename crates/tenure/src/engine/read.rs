@@ -13,6 +13,7 @@ use crate::index::plain;
 use crate::index::{index_key, IndexKey, PlainEntries, ValueLocation, VersionNode, VersionRef};
 use crate::rules::conditions::{self};
 use crate::rules::lease::{self};
+use crate::rules::paging;
 use crate::rules::validate;
 use crate::types::{ETag, Version};
 
@@ -338,35 +339,14 @@ impl Engine {
         include_values: bool,
         repeatable: bool,
     ) -> Result<Page> {
-        validate::container_name(container)?;
-        validate::key_bound("prefix", prefix, &self.limits)?;
-        if page_size == 0 || page_size > self.limits.max_page_size {
-            return Err(Error::invalid(
-                "page_size",
-                format!("must be 1..={}", self.limits.max_page_size),
-            ));
-        }
+        let start =
+            paging::listing_start(container, prefix, page_size, continuation, &self.limits)?;
         let incarnation = self
             .catalog
             .visible(container, version)
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
         let full_prefix = index_key(incarnation.id, prefix);
-        let start = match continuation {
-            Some(token) => {
-                let after = decode_continuation(token)?;
-                if !after.starts_with(prefix) {
-                    return Err(Error::invalid(
-                        "continuation",
-                        "the token belongs to another prefix",
-                    ));
-                }
-                // The smallest key greater than `after`.
-                let mut start = index_key(incarnation.id, &after).to_vec();
-                start.push(0);
-                start.into_boxed_slice()
-            }
-            None => Box::from(&*full_prefix),
-        };
+        let start = index_key(incarnation.id, &start);
         let guard = crossbeam_epoch::pin();
         let version = if repeatable {
             version
@@ -386,7 +366,7 @@ impl Engine {
                 if items.len() == page_size {
                     looked_ahead += 1;
                     if looked_ahead >= LOOK_AHEAD_SLOTS {
-                        continuation = Some(encode_continuation(
+                        continuation = Some(paging::encode_continuation(
                             items.last().map_or(prefix, |item: &Item| &item.key),
                         ));
                         break;
@@ -395,7 +375,7 @@ impl Engine {
                 continue;
             };
             if items.len() == page_size {
-                continuation = Some(encode_continuation(&items[page_size - 1].key));
+                continuation = Some(paging::encode_continuation(&items[page_size - 1].key));
                 break;
             }
             items.push(self.item_from(slot.key(), &node, include_values, &guard)?);
@@ -405,29 +385,4 @@ impl Engine {
             continuation,
         })
     }
-}
-
-const CONTINUATION_PREFIX: &str = "t1.";
-
-fn encode_continuation(key: &[u8]) -> String {
-    let mut token = String::with_capacity(CONTINUATION_PREFIX.len() + key.len() * 2);
-    token.push_str(CONTINUATION_PREFIX);
-    for byte in key {
-        token.push_str(&format!("{byte:02x}"));
-    }
-    token
-}
-
-fn decode_continuation(token: &str) -> Result<Vec<u8>> {
-    let invalid = || Error::invalid("continuation", "not a continuation token tenure issued");
-    let hex = token
-        .strip_prefix(CONTINUATION_PREFIX)
-        .ok_or_else(invalid)?;
-    if hex.len() % 2 != 0 || hex.is_empty() || hex.len() > 2 * 1024 {
-        return Err(invalid());
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).map_err(|_| invalid()))
-        .collect()
 }

@@ -8,6 +8,7 @@ pub mod item_write;
 pub mod lease;
 pub mod limits;
 pub mod lock;
+pub mod paging;
 pub mod ttl;
 pub mod validate;
 
