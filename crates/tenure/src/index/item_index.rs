@@ -180,10 +180,15 @@ impl Index {
     /// over it, and leaves its nodes full (see `split_point` in `ordered_index/mod.rs`).
     pub fn finish_replay(&self) {
         let guard = crossbeam_epoch::pin();
-        let mut slots: Vec<_> = self.points.slots(&guard).collect();
-        slots.sort_unstable_by(|left, right| left.index_key().cmp(right.index_key()));
-        for slot in slots {
-            self.ordered.insert(ItemSlot::clone(&slot));
+        let slots: Vec<_> = self.points.slots(&guard).collect();
+        let sorted = super::key_order::key_order(&slots);
+        for (rank, slot) in sorted.iter().enumerate() {
+            // In key order the slots are scattered over the heap, and each insert reads its
+            // slot (the reference count, the key): the loads start a few inserts ahead.
+            if let Some(ahead) = sorted.get(rank + super::key_order::PREFETCH_AHEAD) {
+                crate::base::prefetch(ahead.address());
+            }
+            self.ordered.insert(ItemSlot::clone(slot));
         }
     }
 

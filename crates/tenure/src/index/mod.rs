@@ -16,6 +16,7 @@ mod chain;
 mod head;
 mod item_index;
 mod key;
+mod key_order;
 pub(crate) mod ordered_index;
 pub(crate) mod plain;
 pub(crate) mod point_index;
