@@ -142,7 +142,6 @@ fn replay_log(
         };
         match Log::open(Arc::clone(storage), log_options, &mut replay) {
             Ok(log) => {
-                index.finish_replay();
                 catalog.finish_replay();
                 return Ok((log, index, catalog));
             }

@@ -1,8 +1,9 @@
 //! The point index and the ordered index over the same slots.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 use crossbeam_epoch::Guard;
+use parking_lot::Mutex;
 
 use super::slot::ItemSlot;
 use super::version::*;
@@ -17,8 +18,14 @@ pub struct Index {
     /// Its `insert` keeps the first slot of a key (the linearizability campaign once caught
     /// two racing first writes each keeping its own slot, with a map that replaced).
     points: PointIndex,
-    /// Holds the same slots in key order, for listings (`ordered_index/mod.rs`).
+    /// Holds the same slots in key order, for listings (`ordered_index/mod.rs`). Built on
+    /// the first walk after open ([`Index::range_from`]), so an open and the point reads
+    /// after it do not wait for it: `ordered_state` says whether writers add their new slots
+    /// to it yet.
     ordered: OrderedIndex,
+    ordered_state: AtomicU8,
+    /// Held by the one walk that builds the ordered index; walks that come meanwhile wait.
+    ordered_build: Mutex<()>,
     /// Whether a version with an expiry was installed since open (replay included). Until
     /// one is, the background sweep has nothing to find and walks nothing.
     expiring_items_written: AtomicBool,
@@ -37,11 +44,20 @@ fn value_hint(offset: u64) -> (u32, u64) {
     ((line & ((1 << HINT_BITS) - 1)) as u32, line >> HINT_BITS)
 }
 
+/// `Index::ordered_state`: not built (writers add new slots to the point index only), being
+/// built (writers add them to both; the build may add the same slot again, which the ordered
+/// index ignores), built (both, for the rest of the index's life).
+const ORDERED_NOT_BUILT: u8 = 0;
+const ORDERED_BUILDING: u8 = 1;
+const ORDERED_BUILT: u8 = 2;
+
 impl Index {
     pub fn new() -> Index {
         Index {
             points: PointIndex::new(),
             ordered: OrderedIndex::new(),
+            ordered_state: AtomicU8::new(ORDERED_NOT_BUILT),
+            ordered_build: Mutex::new(()),
             expiring_items_written: AtomicBool::new(false),
             value_hint_window: AtomicU64::new(0),
         }
@@ -165,8 +181,8 @@ impl Index {
     }
 
     /// [`Index::get_or_insert_with_hint_cell`] for the replay at open, which no one else
-    /// sees: the slot goes into the point index only, and [`Index::finish_replay`] builds the
-    /// ordered index.
+    /// sees: the slot goes into the point index only (the first walk builds the ordered
+    /// index).
     pub fn get_or_insert_replaying<'g>(
         &self,
         index_key: &[u8],
@@ -175,10 +191,28 @@ impl Index {
         self.get_or_insert_slot(index_key, false, guard)
     }
 
+    /// The ordered index, built first if no walk has built it yet.
+    fn ordered(&self) -> &OrderedIndex {
+        if self.ordered_state.load(Ordering::Acquire) != ORDERED_BUILT {
+            self.build_ordered();
+        }
+        &self.ordered
+    }
+
     /// Adds every slot of the point index to the ordered index, in key order. Inserting in
-    /// order keeps the tree's search path in cache, where keys replayed in log order land all
-    /// over it, and leaves its nodes full (see `split_point` in `ordered_index/mod.rs`).
-    pub fn finish_replay(&self) {
+    /// order keeps the tree's search path in cache, where keys in log order land all over it,
+    /// and leaves its nodes full (see `split_point` in `ordered_index/mod.rs`).
+    #[cold]
+    fn build_ordered(&self) {
+        let _building = self.ordered_build.lock();
+        if self.ordered_state.load(Ordering::Acquire) == ORDERED_BUILT {
+            return;
+        }
+        // Pairs with the fence in `get_or_insert_slot`: a writer adding a slot either sees
+        // this state and adds the slot itself, or added it to the point index before the
+        // collection below reads it (or both).
+        self.ordered_state.store(ORDERED_BUILDING, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         let guard = crossbeam_epoch::pin();
         let slots: Vec<_> = self.points.slots(&guard).collect();
         let sorted = super::key_order::key_order(&slots);
@@ -190,6 +224,7 @@ impl Index {
             }
             self.ordered.insert(ItemSlot::clone(slot));
         }
+        self.ordered_state.store(ORDERED_BUILT, Ordering::Release);
     }
 
     fn get_or_insert_slot<'g>(
@@ -211,14 +246,24 @@ impl Index {
                     .expect("a slot once in the point index stays there");
             }
         };
-        if !ordered {
-            return (slot, hint_cell);
+        if ordered && self.adds_to_ordered() {
+            // The ordered index may briefly lag the point index; listings only ever miss a
+            // key whose first write has not committed yet. Only the writer that inserted the
+            // slot (or the build) adds it, so both indexes hold the same slot.
+            self.ordered.insert(slot.clone());
         }
-        // The ordered index may briefly lag the point index; listings only ever miss a key
-        // whose first write has not committed yet. Only the writer that inserted the slot
-        // adds it, so both indexes hold the same slot.
-        self.ordered.insert(slot.clone());
         (slot, hint_cell)
+    }
+
+    /// Whether a writer that has just added a slot to the point index adds it to the ordered
+    /// index too: once a build has started (before that, the build will find it).
+    fn adds_to_ordered(&self) -> bool {
+        if self.ordered_state.load(Ordering::Acquire) == ORDERED_BUILT {
+            return true;
+        }
+        // Pairs with the fence in `build_ordered`.
+        fence(Ordering::SeqCst);
+        self.ordered_state.load(Ordering::SeqCst) != ORDERED_NOT_BUILT
     }
 
     /// Slots with index keys in `[from, …)` that start with `prefix`, in key order, borrowed
@@ -228,7 +273,7 @@ impl Index {
         from: &[u8],
         prefix: &'a [u8],
     ) -> impl Iterator<Item = SlotView<'a>> + 'a {
-        self.ordered
+        self.ordered()
             .walk_from(from)
             .take_while(move |slot| slot.index_key().starts_with(prefix))
     }

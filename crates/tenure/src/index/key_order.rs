@@ -125,13 +125,54 @@ mod tests {
             for index_key in &index_keys {
                 index.get_or_insert_replaying(index_key, &guard);
             }
-            index.finish_replay();
             let walked: Vec<Vec<u8>> = index
                 .range_from(&[], &[])
                 .map(|slot| slot.index_key()[8..].to_vec())
                 .collect();
             keys.sort();
             assert_eq!(walked, keys);
+        }
+    }
+
+    /// Writers add new keys while the first walk builds the ordered index: each key is added
+    /// by its writer, by the build, or by both, and a walk after all of them meets every key
+    /// once, in order.
+    #[test]
+    fn keys_added_while_the_first_walk_builds_the_ordered_index_are_all_walked() {
+        const WRITERS: u32 = 2;
+        const KEYS_PER_WRITER: u32 = 20_000;
+        for _ in 0..8 {
+            let index = Index::new();
+            let key = |writer: u32, number: u32| {
+                crate::index::index_key(1, format!("w{writer}-{number:06}").as_bytes()).to_vec()
+            };
+            let guard = crossbeam_epoch::pin();
+            for number in 0..1_000 {
+                index.get_or_insert_replaying(&key(WRITERS, number), &guard);
+            }
+            drop(guard);
+            std::thread::scope(|scope| {
+                for writer in 0..WRITERS {
+                    let (index, key) = (&index, &key);
+                    scope.spawn(move || {
+                        for number in 0..KEYS_PER_WRITER {
+                            index.get_or_insert(&key(writer, number));
+                        }
+                    });
+                }
+                assert!(index.range_from(&[], &[]).count() >= 1_000);
+            });
+            let mut expected: Vec<Vec<u8>> = (0..WRITERS)
+                .flat_map(|writer| (0..KEYS_PER_WRITER).map(move |number| (writer, number)))
+                .chain((0..1_000).map(|number| (WRITERS, number)))
+                .map(|(writer, number)| key(writer, number))
+                .collect();
+            expected.sort();
+            let walked: Vec<Vec<u8>> = index
+                .range_from(&[], &[])
+                .map(|slot| slot.index_key().to_vec())
+                .collect();
+            assert_eq!(walked, expected);
         }
     }
 

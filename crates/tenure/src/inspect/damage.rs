@@ -158,9 +158,7 @@ fn drop_hit_headers(range: &mut DamagedRange) {
 }
 
 /// Items live at `now` in a replayed index: what a store built from the same records holds.
-/// Ends the replay (builds the ordered index).
 pub(super) fn live_items(index: &Index, now: crate::clock::Timestamp) -> u64 {
-    index.finish_replay();
     let guard = crossbeam_epoch::pin();
     index
         .range_from(&[], &[])

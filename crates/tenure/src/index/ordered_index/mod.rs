@@ -46,8 +46,9 @@ impl OrderedIndex {
         }
     }
 
-    /// Adds `slot`, whose key the index does not hold yet (each slot is added once, by the
-    /// writer that added it to the point index); the index keeps the reference.
+    /// Adds `slot`, keeping the reference. If the index holds the key already (a writer and
+    /// the build at open may both add a new slot: `Index::build_ordered`), it holds the same
+    /// slot, and the reference is given back.
     pub(crate) fn insert(&self, slot: ItemSlot) {
         let handle = slot.into_handle();
         // SAFETY: the index owns the slot from here on.
@@ -60,7 +61,6 @@ impl OrderedIndex {
             match self.try_insert(key, handle) {
                 Ok(true) => return,
                 Ok(false) => {
-                    debug_assert!(false, "a key was added to the ordered index twice");
                     // SAFETY: the reference this call took, given back once.
                     drop(unsafe { ItemSlot::from_handle(handle) });
                     return;
