@@ -8,25 +8,14 @@ mod support;
 use support::tenure;
 
 fn cluster_url(name: &str) -> Option<String> {
-    match std::env::var("TENURE_ETCD_ENDPOINTS") {
-        Ok(endpoints) if !endpoints.is_empty() => {
-            let unique = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |elapsed| elapsed.as_nanos());
-            Some(format!(
-                "etcd://{endpoints}/cli/{name}-{}-{unique}",
-                std::process::id()
-            ))
-        }
-        _ => {
-            assert!(
-                std::env::var("TENURE_REQUIRE_ETCD").as_deref() != Ok("1"),
-                "TENURE_REQUIRE_ETCD=1 but no cluster: run under scripts/etcd-cluster.sh"
-            );
-            eprintln!("skipped: no etcd cluster (TENURE_ETCD_ENDPOINTS unset)");
-            None
-        }
-    }
+    let endpoints = tenure_testkit::etcd_cluster::endpoints()?;
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    Some(format!(
+        "etcd://{endpoints}/cli/{name}-{}-{unique}",
+        std::process::id()
+    ))
 }
 
 #[test]

@@ -35,19 +35,6 @@ impl Fixture {
     }
 }
 
-fn etcd_endpoints() -> Option<String> {
-    match std::env::var("TENURE_ETCD_ENDPOINTS") {
-        Ok(endpoints) if !endpoints.is_empty() => Some(endpoints),
-        _ => {
-            assert!(
-                std::env::var("TENURE_REQUIRE_ETCD").as_deref() != Ok("1"),
-                "TENURE_REQUIRE_ETCD=1 but no cluster: run under scripts/etcd-cluster.sh"
-            );
-            None
-        }
-    }
-}
-
 fn local() -> Option<Fixture> {
     let directory = TempDir::new("conformance");
     let location = directory.path().to_str().unwrap().to_owned();
@@ -67,7 +54,7 @@ fn etcd() -> Option<Fixture> {
 }
 
 fn etcd_with(history: Option<std::sync::RwLockReadGuard<'static, ()>>) -> Option<Fixture> {
-    let Some(endpoints) = etcd_endpoints() else {
+    let Some(endpoints) = tenure_testkit::etcd_cluster::endpoints() else {
         eprintln!("skipped: no etcd cluster (TENURE_ETCD_ENDPOINTS unset)");
         return None;
     };
@@ -720,7 +707,7 @@ fn etcds_limits_are_invalid_arguments_naming_the_setting_to_raise() {
 
 #[test]
 fn a_manual_clock_cannot_drive_a_cluster() {
-    let Some(endpoints) = etcd_endpoints() else {
+    let Some(endpoints) = tenure_testkit::etcd_cluster::endpoints() else {
         return;
     };
     let options = StoreOptions {

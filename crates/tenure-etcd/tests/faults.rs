@@ -31,20 +31,10 @@ struct Cluster {
 
 impl Cluster {
     fn from_environment() -> Option<Cluster> {
-        let (Ok(endpoints), Ok(directory)) = (
-            std::env::var("TENURE_ETCD_ENDPOINTS"),
-            std::env::var("TENURE_ETCD_CLUSTER_DIR"),
-        ) else {
-            assert!(
-                std::env::var("TENURE_REQUIRE_ETCD").as_deref() != Ok("1"),
-                "TENURE_REQUIRE_ETCD=1 but no cluster: run under scripts/etcd-cluster.sh"
-            );
-            eprintln!("skipped: no etcd cluster (TENURE_ETCD_CLUSTER_DIR unset)");
-            return None;
-        };
+        let (endpoints, directory) = tenure_testkit::etcd_cluster::endpoints_and_directory()?;
         Some(Cluster {
             endpoints: endpoints.split(',').map(str::to_owned).collect(),
-            directory: PathBuf::from(directory),
+            directory,
         })
     }
 

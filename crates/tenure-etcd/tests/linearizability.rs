@@ -11,12 +11,7 @@ use tenure_testkit::linearizability;
 
 #[test]
 fn histories_recorded_against_the_cluster_are_linearizable() {
-    let Ok(endpoints) = std::env::var("TENURE_ETCD_ENDPOINTS") else {
-        assert!(
-            std::env::var("TENURE_REQUIRE_ETCD").as_deref() != Ok("1"),
-            "TENURE_REQUIRE_ETCD=1 but no cluster: run under scripts/etcd-cluster.sh"
-        );
-        eprintln!("skipped: no etcd cluster (TENURE_ETCD_ENDPOINTS unset)");
+    let Some(endpoints) = tenure_testkit::etcd_cluster::endpoints() else {
         return;
     };
     let first_seed: u64 = std::env::var("TENURE_SEED")

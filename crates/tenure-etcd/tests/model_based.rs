@@ -45,12 +45,7 @@ impl Subject for OnCluster {
 
 #[test]
 fn random_sequences_on_the_cluster_match_the_reference_model() {
-    let Ok(endpoints) = std::env::var("TENURE_ETCD_ENDPOINTS") else {
-        assert!(
-            std::env::var("TENURE_REQUIRE_ETCD").as_deref() != Ok("1"),
-            "TENURE_REQUIRE_ETCD=1 but no cluster: run under scripts/etcd-cluster.sh"
-        );
-        eprintln!("skipped: no etcd cluster (TENURE_ETCD_ENDPOINTS unset)");
+    let Some(endpoints) = tenure_testkit::etcd_cluster::endpoints() else {
         return;
     };
     let first_seed: u64 = std::env::var("TENURE_SEED")

@@ -2,6 +2,7 @@
 //! benchmarks.
 
 pub mod campaign;
+pub mod etcd_cluster;
 pub mod fuzz;
 pub mod lease_model;
 pub mod linearizability;
