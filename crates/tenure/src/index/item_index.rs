@@ -180,6 +180,12 @@ impl Index {
         Some((view, hint_cell))
     }
 
+    /// Starts loading what a lookup of `index_key` reads first (the replay looks a few items
+    /// of a record ahead).
+    pub fn prefetch(&self, index_key: &[u8], guard: &Guard) {
+        self.points.prefetch(index_key, guard);
+    }
+
     /// [`Index::get_or_insert_with_hint_cell`] for the replay at open, which no one else
     /// sees: the slot goes into the point index only (the first walk builds the ordered
     /// index).
