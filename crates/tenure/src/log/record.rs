@@ -51,8 +51,16 @@ pub fn record_size(payload_length: u64) -> u64 {
     (HEADER_BYTES as u64 + payload_length).div_ceil(RECORD_ALIGNMENT) * RECORD_ALIGNMENT
 }
 
+/// A CRC-32 hasher, copied from one made once: `crc32fast::Hasher::new` detects the
+/// processor's features on every call, a fixed cost that the checksum of a small record
+/// notices.
+fn hasher() -> crc32fast::Hasher {
+    static TEMPLATE: std::sync::OnceLock<crc32fast::Hasher> = std::sync::OnceLock::new();
+    TEMPLATE.get_or_init(crc32fast::Hasher::new).clone()
+}
+
 fn checksum(header_tail: &[u8], payload: &[u8]) -> u32 {
-    let mut hasher = crc32fast::Hasher::new();
+    let mut hasher = hasher();
     hasher.update(header_tail);
     hasher.update(payload);
     hasher.finalize()
@@ -75,7 +83,9 @@ pub fn encode_header_in_place(record: &mut [u8], fields: RecordHeader) {
     assert_eq!(record.len(), HEADER_BYTES + fields.payload_length as usize);
     let header: &mut [u8; HEADER_BYTES] = (&mut record[..HEADER_BYTES]).try_into().unwrap();
     write_fields(header, fields);
-    let crc = crc32fast::hash(&record[4..]);
+    let mut hasher = hasher();
+    hasher.update(&record[4..]);
+    let crc = hasher.finalize();
     record[0..4].copy_from_slice(&crc.to_le_bytes());
 }
 
