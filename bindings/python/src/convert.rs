@@ -14,7 +14,9 @@ use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
 };
 
-use tenure::{Conditions, ETagArg, Error, LeaseDuration, LeaseId, LockHandle, Timestamp, Ttl};
+use tenure::{
+    Conditions, ETagArg, ETagList, Error, LeaseDuration, LeaseId, LockHandle, Timestamp, Ttl,
+};
 
 use crate::errors::to_py;
 
@@ -323,9 +325,9 @@ pub fn datetime(py: Python<'_>, micros: Timestamp) -> PyResult<Bound<'_, PyAny>>
 }
 
 /// `None`, one ETag string, or a list/tuple of them.
-pub fn etags(argument: &'static str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<ETagArg>> {
+pub fn etags(argument: &'static str, value: Option<&Bound<'_, PyAny>>) -> PyResult<ETagList> {
     let Some(value) = value.filter(|value| !value.is_none()) else {
-        return Ok(Vec::new());
+        return Ok(ETagList::new());
     };
     let parse = |item: &Bound<'_, PyAny>| -> PyResult<ETagArg> {
         let text = item
@@ -335,7 +337,7 @@ pub fn etags(argument: &'static str, value: Option<&Bound<'_, PyAny>>) -> PyResu
         ETagArg::parse(argument, &text).map_err(|error| to_py(item.py(), error))
     };
     if value.is_instance_of::<PyString>() {
-        return Ok(vec![parse(value)?]);
+        return Ok(parse(value)?.into());
     }
     if let Ok(list) = value.cast::<PyList>() {
         return list.iter().map(|item| parse(&item)).collect();

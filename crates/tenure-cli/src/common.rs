@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use tenure::{
-    Conditions, ETagArg, Error, ErrorCode, Item, LeaseId, LockHandle, Store, StoreOptions,
-    Timestamp, Ttl, WriteOptions,
+    Conditions, ETagArg, ETagList, Error, ErrorCode, Item, LeaseId, LockHandle, Store,
+    StoreOptions, Timestamp, Ttl, WriteOptions,
 };
 
 pub const EXIT_OK: u8 = 0;
@@ -359,7 +359,7 @@ pub struct ConditionArgs {
 
 impl ConditionArgs {
     pub fn parse(&self) -> CliResult<Conditions> {
-        let etags = |argument: &'static str, texts: &[String]| -> CliResult<Vec<ETagArg>> {
+        let etags = |argument: &'static str, texts: &[String]| -> CliResult<ETagList> {
             texts
                 .iter()
                 .map(|text| ETagArg::parse(argument, text).map_err(CliError::from))

@@ -55,11 +55,11 @@ pub(crate) unsafe fn parse_conditions(
     };
     // SAFETY: the caller's contract for each string.
     if let Some(text) = unsafe { optional_text("if_match", given.if_match) }? {
-        parsed.conditions.if_match = vec![ETagArg::parse("if_match", text)?];
+        parsed.conditions.if_match = ETagArg::parse("if_match", text)?.into();
     }
     // SAFETY: as above.
     if let Some(text) = unsafe { optional_text("if_none_match", given.if_none_match) }? {
-        parsed.conditions.if_none_match = vec![ETagArg::parse("if_none_match", text)?];
+        parsed.conditions.if_none_match = ETagArg::parse("if_none_match", text)?.into();
     }
     if given.has_if_version {
         parsed.conditions.if_version = Some(given.if_version);

@@ -7,8 +7,8 @@ pub(crate) use std::time::Duration;
 
 pub(crate) use tenure::{
     ChangeKind, ChangesOptions, Conditions, ContainerOptions, ContainerWriteOptions, Durability,
-    ETagArg, Item, LeaseDuration, LeaseId, LeaseRequest, LeaseState, LockHandle, ReadOptions,
-    Store, StoreOptions, Ttl, WriteOptions,
+    ETagArg, ETagList, Item, LeaseDuration, LeaseId, LeaseRequest, LeaseState, LockHandle,
+    ReadOptions, Store, StoreOptions, Ttl, WriteOptions,
 };
 
 pub(crate) use crate::boundary::*;

@@ -82,8 +82,8 @@ impl ValueOut {
 /// The options of a read without conditions (NULL), shared rather than built per call.
 pub(crate) static NO_CONDITIONS: ReadOptions = ReadOptions {
     conditions: Conditions {
-        if_match: Vec::new(),
-        if_none_match: Vec::new(),
+        if_match: ETagList::new(),
+        if_none_match: ETagList::new(),
         if_modified_since: None,
         if_unmodified_since: None,
         if_version: None,

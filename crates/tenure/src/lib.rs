@@ -39,7 +39,7 @@ pub use inspect::{
 };
 pub use log::Durability;
 pub use rules::conditions::Conditions;
-pub use rules::etag::ETagArg;
+pub use rules::etag::{ETagArg, ETagList};
 pub use rules::lease::{LeaseDuration, LeaseId, LeaseInfo, LeaseState};
 pub use rules::limits::Limits;
 pub use rules::lock::LockHandle;

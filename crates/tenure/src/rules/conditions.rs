@@ -13,16 +13,16 @@
 
 use crate::clock::Timestamp;
 use crate::error::{Error, ErrorCode, Result};
-use crate::rules::etag::ETagArg;
+use crate::rules::etag::{ETagArg, ETagList};
 use crate::types::{ETag, Version};
 
 /// The conditions of one read or write. Empty lists and `None` mean "not given".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Conditions {
     /// Holds when the item exists and its ETag matches any of the list (`*`: it exists).
-    pub if_match: Vec<ETagArg>,
+    pub if_match: ETagList,
     /// Holds when the item's ETag matches none of the list (`*`: the item does not exist).
-    pub if_none_match: Vec<ETagArg>,
+    pub if_none_match: ETagList,
     /// Holds when last_modified > T.
     pub if_modified_since: Option<Timestamp>,
     /// Holds when last_modified ≤ T.
@@ -42,14 +42,14 @@ impl Conditions {
 
     pub fn if_match(etag: impl Into<ETagArg>) -> Conditions {
         Conditions {
-            if_match: vec![etag.into()],
+            if_match: ETagList::from(etag.into()),
             ..Conditions::default()
         }
     }
 
     pub fn if_none_match(etag: impl Into<ETagArg>) -> Conditions {
         Conditions {
-            if_none_match: vec![etag.into()],
+            if_none_match: ETagList::from(etag.into()),
             ..Conditions::default()
         }
     }

@@ -57,6 +57,121 @@ impl From<ETag> for ETagArg {
     }
 }
 
+/// The ETags of an `if_match` or `if_none_match` condition: a slice to read, kept inline while
+/// it holds one, so a conditional write's usual single ETag allocates nothing (an allocation
+/// and its free are a measurable part of a compare-and-set).
+#[derive(Clone, Default)]
+pub struct ETagList(Entries);
+
+#[derive(Clone, Default)]
+enum Entries {
+    #[default]
+    Empty,
+    One(ETagArg),
+    Many(Vec<ETagArg>),
+}
+
+impl ETagList {
+    pub const fn new() -> ETagList {
+        ETagList(Entries::Empty)
+    }
+
+    pub fn push(&mut self, etag: impl Into<ETagArg>) {
+        let etag = etag.into();
+        self.0 = match std::mem::take(&mut self.0) {
+            Entries::Empty => Entries::One(etag),
+            Entries::One(first) => Entries::Many(vec![first, etag]),
+            Entries::Many(mut all) => {
+                all.push(etag);
+                Entries::Many(all)
+            }
+        };
+    }
+}
+
+impl std::ops::Deref for ETagList {
+    type Target = [ETagArg];
+
+    fn deref(&self) -> &[ETagArg] {
+        match &self.0 {
+            Entries::Empty => &[],
+            Entries::One(etag) => std::slice::from_ref(etag),
+            Entries::Many(all) => all,
+        }
+    }
+}
+
+impl PartialEq for ETagList {
+    fn eq(&self, other: &ETagList) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for ETagList {}
+
+impl std::fmt::Debug for ETagList {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: Into<ETagArg>> Extend<T> for ETagList {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, etags: I) {
+        etags.into_iter().for_each(|etag| self.push(etag));
+    }
+}
+
+impl<T: Into<ETagArg>> FromIterator<T> for ETagList {
+    fn from_iter<I: IntoIterator<Item = T>>(etags: I) -> ETagList {
+        let mut list = ETagList::new();
+        list.extend(etags);
+        list
+    }
+}
+
+impl From<Vec<ETagArg>> for ETagList {
+    fn from(etags: Vec<ETagArg>) -> ETagList {
+        match etags.len() {
+            0 | 1 => etags.into_iter().collect(),
+            _ => ETagList(Entries::Many(etags)),
+        }
+    }
+}
+
+impl From<&[ETagArg]> for ETagList {
+    fn from(etags: &[ETagArg]) -> ETagList {
+        etags.iter().copied().collect()
+    }
+}
+
+impl<T: Into<ETagArg>> From<T> for ETagList {
+    fn from(etag: T) -> ETagList {
+        ETagList(Entries::One(etag.into()))
+    }
+}
+
+impl IntoIterator for ETagList {
+    type Item = ETagArg;
+    type IntoIter = std::vec::IntoIter<ETagArg>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        match self.0 {
+            Entries::Empty => Vec::new().into_iter(),
+            Entries::One(etag) => vec![etag].into_iter(),
+            Entries::Many(all) => all.into_iter(),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a ETagList {
+    type Item = &'a ETagArg;
+    type IntoIter = std::slice::Iter<'a, ETagArg>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
 /// `0x` followed by exactly 16 upper-case hexadecimal digits, as `ETag`'s Display writes it.
 fn parse_own_form(inner: &str) -> Option<ETag> {
     let digits = inner.strip_prefix("0x")?;
@@ -97,6 +212,29 @@ mod tests {
         );
         assert_eq!(ETagArg::parse("if_match", "abc").unwrap(), ETagArg::Foreign);
         assert!(!ETagArg::Foreign.matches(ETag(1)));
+    }
+
+    #[test]
+    fn an_etag_list_reads_the_same_however_it_was_built() {
+        let (first, second) = (ETagArg::Exact(ETag(1)), ETagArg::Any);
+        let mut pushed = ETagList::new();
+        assert!(pushed.is_empty());
+        pushed.push(first);
+        assert_eq!(&*pushed, &[first]);
+        pushed.push(second);
+        pushed.push(ETag(3));
+        let all = vec![first, second, ETagArg::Exact(ETag(3))];
+        assert_eq!(&*pushed, all.as_slice());
+        assert_eq!(pushed, ETagList::from(all.clone()));
+        assert_eq!(pushed, all.iter().copied().collect::<ETagList>());
+        assert_eq!(pushed.clone().into_iter().collect::<Vec<_>>(), all);
+        assert_eq!(ETagList::from(vec![first]), ETagList::from(first));
+        assert_ne!(ETagList::from(first), ETagList::from(vec![first, first]));
+        assert_eq!(ETagList::from(Vec::new()), ETagList::default());
+        let mut extended = ETagList::from(first);
+        extended.extend(ETagList::from(vec![second, ETagArg::Exact(ETag(3))]));
+        assert_eq!(extended, pushed);
+        assert_eq!(format!("{pushed:?}"), format!("{all:?}"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use crate::clock::Timestamp;
 use crate::error::{Error, ErrorCode, Result};
 use crate::rules::conditions::*;
-use crate::rules::etag::ETagArg;
+use crate::rules::etag::{ETagArg, ETagList};
 use crate::types::ETag;
 
 const CURRENT: ETag = ETag(0x10);
@@ -22,8 +22,8 @@ const PRESENT: Option<ItemFacts> = Some(ItemFacts {
 });
 const MISSING: Option<ItemFacts> = None;
 
-fn list(etags: &[ETagArg]) -> Vec<ETagArg> {
-    etags.to_vec()
+fn list(etags: &[ETagArg]) -> ETagList {
+    etags.into()
 }
 
 fn if_match_list(etags: &[ETagArg]) -> Conditions {
@@ -354,7 +354,7 @@ fn builders_and_is_empty() {
         .and(Conditions::if_modified_since(2));
     assert_eq!(
         joined.if_match,
-        vec![ETagArg::Exact(STALE), ETagArg::Exact(CURRENT)]
+        ETagList::from(vec![ETagArg::Exact(STALE), ETagArg::Exact(CURRENT)])
     );
     assert_eq!(joined.if_modified_since, Some(2));
     assert_eq!(
