@@ -246,6 +246,8 @@ impl FileStorage {
 }
 
 struct FlockGuard {
+    // Dropped first: the fork handler stops tracking the descriptor before it is closed.
+    _tracked: crate::base::fork::TrackedLockDescriptor,
     _file: File,
 }
 
@@ -273,7 +275,10 @@ impl Storage for FileStorage {
         // description, so a second open in the same process is refused too.
         let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if result == 0 {
-            return Ok(Some(Box::new(FlockGuard { _file: file })));
+            return Ok(Some(Box::new(FlockGuard {
+                _tracked: crate::base::fork::track_lock_descriptor(&file),
+                _file: file,
+            })));
         }
         let error = io::Error::last_os_error();
         if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
