@@ -109,3 +109,28 @@ def test_multiprocessing_worker_opens_the_store_itself(tmp_path: Path, method: s
     assert queue.get(timeout=5) == 2
     with tenure.open(directory) as store:
         assert store.container("items").get("from-worker").value == b"worker"
+
+
+def test_a_child_that_inherited_the_store_does_not_keep_it_locked(tmp_path: Path) -> None:
+    directory = tmp_path / "store"
+    store = tenure.open(directory)
+    store.create_container("items").put("before", b"the fork")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        # The child holds its inherited copy and waits for the parent to let it go.
+        os.close(write_end)
+        os.read(read_end, 1)
+        os._exit(0)
+    os.close(read_end)
+    try:
+        with pytest.raises(tenure.StoreLocked):
+            tenure.open(directory)
+        store.close()
+        # The parent closed it: it opens again while the child still lives.
+        with tenure.open(directory) as reopened:
+            assert reopened.container("items").get("before").value == b"the fork"
+    finally:
+        os.close(write_end)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
