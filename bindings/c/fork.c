@@ -1,7 +1,7 @@
 /* A store handle inherited through fork(): in the child every call fails with
  * TENURE_ERR_USED_AFTER_FORK and nothing on disk changes; closing and freeing the handle in the
  * child succeed; the parent goes on, and after a reopen has all of its writes and none of the
- * child's. */
+ * child's. A child that still lives does not keep the store locked once the parent closes it. */
 #define _POSIX_C_SOURCE 200809L
 #include <sys/wait.h>
 
@@ -60,6 +60,9 @@ int main(void) {
     tenure_store *second = NULL;
     tenure_store_options options;
     pid_t pid;
+    pid_t waiting;
+    int release[2];
+    char byte = 0;
     int status = 0;
     int index;
     temporary_store_path(path, sizeof path, "fork");
@@ -82,6 +85,19 @@ int main(void) {
     /* The parent still holds the store, and goes on. */
     EXPECT_STATUS(TENURE_ERR_STORE_LOCKED, tenure_store_open(path, &options, &second));
     put_parent_items(store, PARENT_ITEMS / 2, PARENT_ITEMS);
+
+    /* A child that inherited the store and still lives does not keep it locked: once the
+       parent closes it, it opens again. */
+    EXPECT_TRUE(pipe(release) == 0);
+    fflush(stdout);
+    fflush(stderr);
+    waiting = fork();
+    if (waiting == 0) {
+        close(release[1]);
+        _exit(read(release[0], &byte, 1) < 0 ? 1 : 0);
+    }
+    EXPECT_TRUE(waiting > 0);
+    close(release[0]);
     EXPECT_OK(tenure_store_close(store));
     EXPECT_OK(tenure_store_free(store));
 
@@ -98,6 +114,9 @@ int main(void) {
     }
     EXPECT_OK(tenure_store_close(store));
     EXPECT_OK(tenure_store_free(store));
+    close(release[1]);
+    EXPECT_TRUE(waitpid(waiting, &status, 0) == waiting);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     remove_tree(path);
     return finish("fork");
 }
