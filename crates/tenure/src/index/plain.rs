@@ -154,7 +154,7 @@ impl Entry {
 /// The plain entry whose value starts at `value_offset`, read back from the log, and the
 /// bytes from its value on: one segment lookup for both, since an entry and its value are one
 /// record's bytes.
-#[inline]
+#[inline(always)]
 pub(crate) fn entry_at<'g>(
     bytes: &mut impl RecordBytes<'g>,
     value_offset: u64,

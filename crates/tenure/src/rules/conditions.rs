@@ -145,10 +145,15 @@ pub fn validate_read(conditions: &Conditions) -> Result<()> {
 ///
 /// Runs [`validate_read`] first, so it is never wrong on its own.
 pub fn check_read(conditions: &Conditions, item: Option<&ItemFacts>) -> Result<()> {
-    validate_read(conditions)?;
     let Some(facts) = item else {
+        validate_read(conditions)?;
         return Err(rejected(ErrorCode::NotFound, None));
     };
+    // Most reads carry no condition: nothing to validate or decide.
+    if conditions.is_empty() {
+        return Ok(());
+    }
+    validate_read(conditions)?;
     let strict_part_holds = if_match_holds(&conditions.if_match, facts)
         && conditions
             .if_unmodified_since
@@ -261,13 +266,13 @@ pub fn get_if_newer(version: Version, item: Option<&ItemFacts>) -> Result<bool> 
 }
 
 /// An empty list holds (not given).
-fn if_match_holds(list: &[ETagArg], facts: &ItemFacts) -> bool {
+fn if_match_holds(list: &ETagList, facts: &ItemFacts) -> bool {
     list.is_empty() || list.iter().any(|arg| arg.matches(facts.etag))
 }
 
 /// An empty list holds (not given).
-fn if_none_match_holds(list: &[ETagArg], facts: &ItemFacts) -> bool {
-    !list.iter().any(|arg| arg.matches(facts.etag))
+fn if_none_match_holds(list: &ETagList, facts: &ItemFacts) -> bool {
+    list.is_empty() || !list.iter().any(|arg| arg.matches(facts.etag))
 }
 
 fn modified_since(facts: &ItemFacts, time: Timestamp) -> bool {

@@ -63,7 +63,9 @@ impl From<ETag> for ETagArg {
 #[derive(Clone, Default)]
 pub struct ETagList(Entries);
 
+/// A plain tag byte (not a niche in the `Vec`), so asking which variant it is is one compare.
 #[derive(Clone, Default)]
+#[repr(u8)]
 enum Entries {
     #[default]
     Empty,
@@ -74,6 +76,27 @@ enum Entries {
 impl ETagList {
     pub const fn new() -> ETagList {
         ETagList(Entries::Empty)
+    }
+
+    /// Whether the condition was not given. (The slice's `is_empty` would build the slice
+    /// first: every read and write asks this of both lists.)
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        matches!(self.0, Entries::Empty)
+    }
+
+    #[inline]
+    pub fn contains(&self, etag: &ETagArg) -> bool {
+        !self.is_empty() && self.as_slice().contains(etag)
+    }
+
+    #[inline]
+    pub fn as_slice(&self) -> &[ETagArg] {
+        match &self.0 {
+            Entries::Empty => &[],
+            Entries::One(etag) => std::slice::from_ref(etag),
+            Entries::Many(all) => all,
+        }
     }
 
     pub fn push(&mut self, etag: impl Into<ETagArg>) {
@@ -92,12 +115,9 @@ impl ETagList {
 impl std::ops::Deref for ETagList {
     type Target = [ETagArg];
 
+    #[inline]
     fn deref(&self) -> &[ETagArg] {
-        match &self.0 {
-            Entries::Empty => &[],
-            Entries::One(etag) => std::slice::from_ref(etag),
-            Entries::Many(all) => all,
-        }
+        self.as_slice()
     }
 }
 
