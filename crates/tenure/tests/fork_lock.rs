@@ -39,15 +39,9 @@ fn fork_waiting_child() -> (libc::pid_t, i32) {
 
 #[test]
 fn the_parent_reopens_a_store_it_closed_while_a_child_that_inherited_it_lives() {
-    let directory = std::env::temp_dir().join(format!(
-        "tenure-fork-lock-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    let store = Store::open(&directory, options()).unwrap();
+    let temporary = tenure_testkit::TempDir::new("fork-lock");
+    let directory = temporary.path();
+    let store = Store::open(directory, options()).unwrap();
     store
         .create_container("c", &ContainerOptions::default())
         .unwrap();
@@ -57,11 +51,11 @@ fn the_parent_reopens_a_store_it_closed_while_a_child_that_inherited_it_lives() 
     let (child, release_child) = fork_waiting_child();
 
     // While the parent holds it, the store stays locked against every other open.
-    let second = Store::open(&directory, options()).map(|_| ()).unwrap_err();
+    let second = Store::open(directory, options()).map(|_| ()).unwrap_err();
     assert_eq!(second.code(), ErrorCode::StoreLocked);
     store.close().unwrap();
 
-    let reopened = Store::open(&directory, options())
+    let reopened = Store::open(directory, options())
         .expect("the child's inherited descriptor must not keep the store locked");
     reopened
         .put("c", b"after", b"the reopen", &WriteOptions::default())
@@ -80,11 +74,10 @@ fn the_parent_reopens_a_store_it_closed_while_a_child_that_inherited_it_lives() 
         assert_eq!(libc::waitpid(child, &mut status, 0), child);
     }
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-    let reopened = Store::open(&directory, options()).unwrap();
+    let reopened = Store::open(directory, options()).unwrap();
     assert_eq!(
         reopened.get("c", b"after", &read).unwrap().value,
         Some(b"the reopen".to_vec())
     );
     drop(reopened);
-    std::fs::remove_dir_all(&directory).unwrap();
 }
