@@ -214,7 +214,7 @@ impl Index {
         if self.ordered_state.load(Ordering::Acquire) == ORDERED_BUILT {
             return;
         }
-        // Pairs with the fence in `get_or_insert_slot`: a writer adding a slot either sees
+        // Pairs with the fence in `adds_to_ordered`: a writer adding a slot either sees
         // this state and adds the slot itself, or added it to the point index before the
         // collection below reads it (or both).
         self.ordered_state.store(ORDERED_BUILDING, Ordering::SeqCst);
