@@ -632,6 +632,7 @@ impl Backend for EtcdStore {
             reserve_bytes: 0,
             quota_bytes: None,
             store_bytes: db_bytes,
+            io_uring: tenure::IoUringUse::NotUsed,
         })
     }
 

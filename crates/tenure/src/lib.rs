@@ -29,7 +29,7 @@ pub use backend::options::{
 };
 pub use backend::results::{
     BorrowedItem, Change, ChangeKind, ChangeRef, ChangesOptions, CompactionReport, ContainerStats,
-    Lease, LeaseRequest, ScanEntry, StoreStats,
+    IoUringUse, Lease, LeaseRequest, ScanEntry, StoreStats,
 };
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp, MICROS_PER_SECOND};
 pub use error::{Error, ErrorCode, Result};

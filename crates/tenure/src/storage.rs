@@ -63,6 +63,11 @@ pub trait StorageFile: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     /// A writable shared mapping of the first `length` bytes (already allocated).
     fn map(&self, length: usize) -> io::Result<Mapping>;
+    /// The descriptor of a real, writable file, for io_uring; `None` where there is none
+    /// (a simulated disk) or writes are not allowed.
+    fn descriptor(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// The system's page size (4 KiB on x86-64; 16 or 64 KiB on some ARM systems).
@@ -394,6 +399,11 @@ impl StorageFile for RealFile {
     fn sync_data(&self) -> io::Result<()> {
         // On Linux fdatasync also writes back pages dirtied through a shared mapping.
         self.file.sync_data()
+    }
+
+    fn descriptor(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.writable.then(|| self.file.as_raw_fd())
     }
 
     fn map(&self, length: usize) -> io::Result<Mapping> {

@@ -33,6 +33,9 @@ pub fn writer_main(arguments: &[String]) -> Result<(), String> {
             .parse()
             .map_err(|_| "SEGMENT_SIZE_BYTES is a number")?,
         durability: Durability::Sync,
+        // Writers of odd streams (seeds) commit through io_uring: both durable paths meet the
+        // kill.
+        io_uring: stream % 2 == 1,
         ..LogOptions::default()
     };
     let mut next_index = 0u64;

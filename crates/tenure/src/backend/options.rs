@@ -41,6 +41,11 @@ pub struct StoreOptions {
     /// is refused with `StorageFull`, as on a full disk (deletes and compaction may go up to
     /// the reserve past it). `None`: no quota, only the disk's size.
     pub quota_bytes: Option<u64>,
+    /// A `sync` store's group commit submits its writes and `fdatasync`s through io_uring,
+    /// one system call a group, where the system allows it; where it refuses, and by default,
+    /// `pwrite` and `fdatasync`, which commit sooner where measured (docs/design.md §11,
+    /// "io_uring"). `StoreStats::io_uring` says which path a store uses.
+    pub io_uring: bool,
 }
 
 impl Default for StoreOptions {
@@ -57,6 +62,7 @@ impl Default for StoreOptions {
             read_only: false,
             space_reserve_bytes: None,
             quota_bytes: None,
+            io_uring: false,
         }
     }
 }
@@ -71,6 +77,7 @@ impl std::fmt::Debug for StoreOptions {
             .field("read_only", &self.read_only)
             .field("space_reserve_bytes", &self.space_reserve_bytes)
             .field("quota_bytes", &self.quota_bytes)
+            .field("io_uring", &self.io_uring)
             .finish_non_exhaustive()
     }
 }

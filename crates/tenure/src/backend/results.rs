@@ -2,6 +2,7 @@
 
 use crate::backend::options::Item;
 use crate::error::Result;
+pub use crate::log::IoUringUse;
 use crate::rules::lease::{LeaseDuration, LeaseId, LeaseState};
 use crate::types::{ETag, Version};
 
@@ -60,6 +61,9 @@ pub struct StoreStats {
     pub quota_bytes: Option<u64>,
     /// Bytes the segment files take on disk (their allocated space).
     pub store_bytes: u64,
+    /// Whether a `sync` store's group commit goes through io_uring, and if the system refused
+    /// it, why (`StoreOptions::io_uring`).
+    pub io_uring: IoUringUse,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -76,6 +76,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
         read_only: options.read_only,
         space_reserve_bytes: options.space_reserve_bytes,
         quota_bytes: options.quota_bytes,
+        io_uring: options.io_uring,
         ..LogOptions::default()
     };
     // Leases recovered from the log are clamped against the clock at open (docs/spec.md §11).

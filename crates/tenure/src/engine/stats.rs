@@ -23,6 +23,7 @@ impl Engine {
             reserve_bytes: space.reserve_bytes,
             quota_bytes: space.quota_bytes,
             store_bytes: space.store_bytes,
+            io_uring: self.log.io_uring_use(),
             ..StoreStats::default()
         };
         let log_start = self.log.first_slot() * self.log.slot_size_bytes();

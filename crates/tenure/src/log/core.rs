@@ -43,6 +43,8 @@ pub struct LogOptions {
     pub space_reserve_bytes: Option<u64>,
     /// The most bytes the store's segments may take for ordinary writes.
     pub quota_bytes: Option<u64>,
+    /// A `sync` store's group commit goes through io_uring where the system allows it.
+    pub io_uring: bool,
 }
 
 impl Default for LogOptions {
@@ -54,6 +56,7 @@ impl Default for LogOptions {
             read_only: false,
             space_reserve_bytes: None,
             quota_bytes: None,
+            io_uring: false,
         }
     }
 }
@@ -140,6 +143,10 @@ pub(crate) struct LogShared {
     pub(super) flush_done: Condvar,
     /// `sync` stores: sealed records waiting for their group's write (`staging.rs`).
     pub(super) staging: Staging,
+    /// `sync` stores: the ring the group-commit leader submits through, when in use
+    /// (`ring.rs`); `io_uring_use` says why not otherwise.
+    pub(super) ring: Option<super::ring::SyncRing>,
+    pub(super) io_uring_use: super::ring::IoUringUse,
     /// Writers inside `wait_durable` now (`group_commit.rs`).
     pub(super) waiting_writers: std::sync::atomic::AtomicU32,
     /// The most writers seen waiting at once since the current sync started.

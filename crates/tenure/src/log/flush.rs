@@ -3,6 +3,7 @@
 //! flusher of a `buffered` store, and poisoning after a failed sync.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::time::Instant;
@@ -11,11 +12,17 @@ use parking_lot::MutexGuard;
 
 use super::core::*;
 use super::group_commit::{FlushState, WaitingWriter, MAXIMUM_FOLLOWER_SPIN, MAXIMUM_LINGER};
+use super::ring::{ChainFailure, RingWrite, SyncRing, RING_ENTRIES};
+use super::segment::Segment;
+use super::staging::StagedRecord;
 use super::staging::RUN_BYTES_KEPT;
 use super::superblock;
 use crate::error::{Error, Result};
 use crate::storage::{Storage, StorageFile};
 use crate::types::Version;
+
+/// Records one write of a ring chain takes at most (IOV_MAX on Linux).
+const MAXIMUM_RECORDS_PER_WRITE: usize = 1024;
 
 impl LogShared {
     /// `buffered` acknowledgement: every version ≤ `version` is complete, and visible before
@@ -180,9 +187,7 @@ impl LogShared {
         let (target, result, sync_micros) = MutexGuard::unlocked(state, || {
             let target = self.completion.load();
             let started = Instant::now();
-            let result = self
-                .write_staged(target.1)
-                .and_then(|()| self.sync_range(from.1, target.1));
+            let result = self.write_and_sync(from.1, target.1);
             (target, result, started.elapsed().as_micros() as u64)
         });
         state.flushing = false;
@@ -249,20 +254,48 @@ impl LogShared {
     }
 }
 
+/// Staged records adjacent in one segment, `records[first..after]`, written at `local` in it.
+struct StagedRun<'g> {
+    segment: &'g Arc<Segment>,
+    local: u64,
+    first: usize,
+    after: usize,
+}
+
+/// Where a group's writes and syncs went: done (either way), or back to the plain path.
+enum RingOutcome {
+    Done(Result<()>),
+    Plain,
+}
+
 impl LogShared {
-    /// Writes every staged record below `end` (the completed offset the leader syncs to):
-    /// adjacent records in one segment with one write.
-    pub(crate) fn write_staged(&self, end: u64) -> Result<()> {
-        let records = self.staging.take_below(end);
-        if records.is_empty() {
-            return Ok(());
+    /// Writes the staged records below `to` and syncs the log from `from` to `to`: as one
+    /// io_uring chain when the store has a ring and the group fits one, else with `pwrite`
+    /// and `fdatasync`.
+    pub(super) fn write_and_sync(&self, from: u64, to: u64) -> Result<()> {
+        let records = self.staging.take_below(to);
+        if let Some(ring) = &self.ring {
+            if let RingOutcome::Done(result) =
+                self.write_and_sync_by_ring(ring, &records, (from, to))
+            {
+                return result;
+            }
         }
-        let guard = crossbeam_epoch::pin();
-        let mut run = self.staging.run.lock();
+        self.write_staged(&records)
+            .and_then(|()| self.sync_range(from, to))
+    }
+
+    /// `records` (in log order) as runs of adjacent records within one segment.
+    fn staged_runs<'g>(
+        &self,
+        records: &[StagedRecord],
+        guard: &'g crossbeam_epoch::Guard,
+    ) -> Result<Vec<StagedRun<'g>>> {
+        let mut runs = Vec::new();
         let mut first = 0;
         while first < records.len() {
             let start = records[first].start;
-            let Some((segment, local)) = self.segment_at(start, &guard) else {
+            let Some((segment, local)) = self.segment_at(start, guard) else {
                 return Err(Error::corruption(
                     self.storage.path(),
                     start,
@@ -279,25 +312,121 @@ impl LogShared {
                 run_end += records[after].bytes.len() as u64;
                 after += 1;
             }
-            let bytes: &[u8] = if after == first + 1 {
-                &records[first].bytes
+            segment.assert_allocated(run_end - start + local);
+            runs.push(StagedRun {
+                segment,
+                local,
+                first,
+                after,
+            });
+            first = after;
+        }
+        Ok(runs)
+    }
+
+    /// Writes staged `records` (in log order): adjacent records in one segment with one write.
+    pub(crate) fn write_staged(&self, records: &[StagedRecord]) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let guard = crossbeam_epoch::pin();
+        let mut run = self.staging.run.lock();
+        for staged in self.staged_runs(records, &guard)? {
+            let bytes: &[u8] = if staged.after == staged.first + 1 {
+                &records[staged.first].bytes
             } else {
                 run.clear();
-                for record in &records[first..after] {
+                for record in &records[staged.first..staged.after] {
                     run.extend_from_slice(&record.bytes);
                 }
                 &run
             };
-            segment.assert_allocated(local + bytes.len() as u64);
-            segment.file.write_at(bytes, local).map_err(|error| {
-                Error::io(self.storage.path().join(&segment.name), "write", error)
-            })?;
-            first = after;
+            staged
+                .segment
+                .file
+                .write_at(bytes, staged.local)
+                .map_err(|error| {
+                    Error::io(
+                        self.storage.path().join(&staged.segment.name),
+                        "write",
+                        error,
+                    )
+                })?;
         }
         if run.capacity() > RUN_BYTES_KEPT {
             *run = Vec::new();
         }
         Ok(())
+    }
+
+    /// The group's writes and the syncs of `range`'s segments as one io_uring chain. A short
+    /// write, a ring that fails or a group too large for a chain goes back to the plain path,
+    /// which writes everything again (the same bytes at the same offsets) and syncs.
+    fn write_and_sync_by_ring(
+        &self,
+        ring: &SyncRing,
+        records: &[StagedRecord],
+        (from, to): (u64, u64),
+    ) -> RingOutcome {
+        let guard = crossbeam_epoch::pin();
+        let runs = match self.staged_runs(records, &guard) {
+            Ok(runs) => runs,
+            Err(error) => return RingOutcome::Done(Err(error)),
+        };
+        let mut synced = Vec::new();
+        let mut slot = from / self.slot_size;
+        while to > from && slot <= (to - 1) / self.slot_size {
+            match self.segment_of(slot * self.slot_size, &guard) {
+                Ok(segment) => {
+                    slot = segment.first_slot + segment.slot_count;
+                    synced.push(segment);
+                }
+                Err(error) => return RingOutcome::Done(Err(error)),
+            }
+        }
+        // Each write takes at most IOV_MAX records; a longer run is split.
+        let mut slices: Vec<(&Arc<Segment>, u64, Vec<&[u8]>)> = Vec::new();
+        for run in &runs {
+            let mut local = run.local;
+            for chunk in records[run.first..run.after].chunks(MAXIMUM_RECORDS_PER_WRITE) {
+                let bytes: Vec<&[u8]> = chunk.iter().map(|record| &record.bytes[..]).collect();
+                let length: usize = bytes.iter().map(|bytes| bytes.len()).sum();
+                slices.push((run.segment, local, bytes));
+                local += length as u64;
+            }
+        }
+        if slices.len() + synced.len() > RING_ENTRIES || (slices.is_empty() && synced.is_empty()) {
+            return RingOutcome::Plain;
+        }
+        let mut writes = Vec::with_capacity(slices.len());
+        for (segment, local, bytes) in &slices {
+            let Some(file) = segment.file.descriptor() else {
+                return RingOutcome::Plain;
+            };
+            writes.push(RingWrite {
+                file,
+                offset: *local,
+                records: bytes,
+            });
+        }
+        let mut syncs = Vec::with_capacity(synced.len());
+        for segment in &synced {
+            let Some(file) = segment.file.descriptor() else {
+                return RingOutcome::Plain;
+            };
+            syncs.push(file);
+        }
+        let path = |segment: &Segment| self.storage.path().join(&segment.name);
+        RingOutcome::Done(match ring.write_and_sync(&writes, &syncs) {
+            Ok(()) => Ok(()),
+            Err(ChainFailure::Write(position, Some(error))) => {
+                Err(Error::io(path(slices[position].0), "write", error))
+            }
+            Err(ChainFailure::Sync(position, error)) => {
+                Err(Error::io(path(&synced[position]), "fdatasync", error))
+            }
+            Err(ChainFailure::Write(_, None) | ChainFailure::Ring) => return RingOutcome::Plain,
+        })
     }
 }
 

@@ -382,6 +382,15 @@ impl Log {
         unpack(self.shared.reservation.load(Ordering::SeqCst)).0 - 1
     }
 
+    /// Whether the group commit goes through io_uring (`StoreStats::io_uring`).
+    pub fn io_uring_use(&self) -> super::IoUringUse {
+        let given_up = self.shared.ring.as_ref().and_then(|ring| ring.given_up());
+        match given_up {
+            Some(reason) => super::IoUringUse::Refused(reason),
+            None => self.shared.io_uring_use.clone(),
+        }
+    }
+
     /// Bytes per slot: segment `s` starts at global offset `s * slot_size_bytes`.
     pub fn slot_size_bytes(&self) -> u64 {
         self.shared.slot_size

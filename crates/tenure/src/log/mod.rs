@@ -18,6 +18,7 @@ mod reader;
 pub mod record;
 mod recovery;
 mod reservation;
+mod ring;
 pub(crate) mod segment;
 mod space;
 mod staging;
@@ -29,4 +30,5 @@ pub use self::core::{
 };
 pub(crate) use reader::{LogReader, RecordBytes};
 pub use recovery::RecoveredRecord;
+pub use ring::IoUringUse;
 pub use space::SpaceUse;

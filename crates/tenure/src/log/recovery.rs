@@ -21,6 +21,7 @@ use super::core::{
 use super::flush::sync_superblock_copy;
 use super::group_commit::FlushState;
 use super::record::{self, RecordKind};
+use super::ring::{IoUringUse, SyncRing};
 use super::segment::{Segment, SegmentTable};
 use super::superblock::{self, ReadOutcome, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
 use crate::error::{Error, Result};
@@ -511,6 +512,7 @@ fn shared_state(
 ) -> LogShared {
     let last_version = scan.next_version - 1;
     let slot_size = superblock.current.segment_size_bytes;
+    let (ring, io_uring_use) = sync_ring(options, read_only, superblock_file.as_ref());
     LogShared {
         storage,
         slot_size,
@@ -534,6 +536,8 @@ fn shared_state(
         flush: Mutex::new(FlushState::new((last_version, scan.tail))),
         flush_done: Condvar::new(),
         staging: Default::default(),
+        ring,
+        io_uring_use,
         waiting_writers: std::sync::atomic::AtomicU32::new(0),
         peak_waiting_writers: std::sync::atomic::AtomicU32::new(0),
         sync_in_progress: AtomicBool::new(false),
@@ -551,6 +555,26 @@ fn shared_state(
         superblock_file,
         superblock: Mutex::new(superblock),
         _lock: lock,
+    }
+}
+
+/// The group commit's ring: only for a writable `sync` store on files with descriptors (the
+/// test kit's simulated disk has none), and only if the system grants one.
+fn sync_ring(
+    options: &LogOptions,
+    read_only: bool,
+    superblock_file: &dyn crate::storage::StorageFile,
+) -> (Option<SyncRing>, IoUringUse) {
+    if !options.io_uring
+        || read_only
+        || options.durability != Durability::Sync
+        || superblock_file.descriptor().is_none()
+    {
+        return (None, IoUringUse::NotUsed);
+    }
+    match SyncRing::new() {
+        Ok(ring) => (Some(ring), IoUringUse::Used),
+        Err(reason) => (None, IoUringUse::Refused(reason)),
     }
 }
 
