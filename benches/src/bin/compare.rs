@@ -26,6 +26,7 @@ use tenure_benches::compare::workloads::ChildConfig;
 const USAGE: &str = "\
 usage: compare [--quick] [--keys N] [--churn-keys N] [--rounds N] [--measure-ms N]
                [--extended-keys N] [--extended-rounds N]
+               [--large-open-keys N] [--large-open-rounds N]
                [--dram-mib N] [--engines a,b,..] [--workloads kv,get,...]
                [--out FILE.md] [--json FILE.jsonl] [--svg FILE.svg] [--dir DIR] [--note TEXT]
        compare --chart-from FILE.jsonl --svg FILE.svg [--note SUBTITLE]
@@ -35,9 +36,11 @@ usage: compare [--quick] [--keys N] [--churn-keys N] [--rounds N] [--measure-ms 
   (default)      1M keys (also in churn and get..open), 1 s per measurement, 5 rounds
   engines        tenure lmdb redb sled fjall sqlite redis memcached raw, and rocksdb in a
                  build with `--features rocksdb` (the default list then includes it)
-  workloads      kv get shape16 blob commit cas snapshot open churn lease limits
+  workloads      kv get shape16 blob commit cas snapshot open open_large churn lease limits
   --extended-keys, --extended-rounds
                  keys and rounds of get, shape16, blob, commit, cas, snapshot, open
+  --large-open-keys, --large-open-rounds
+                 keys and rounds of open_large (10M and 2; quick: 100k and 1)
   --out          also write the markdown report there (it is always printed)
   --svg          write a bar chart of tenure ÷ best peer per row there
   --chart-from   with --svg: draw the chart from an earlier run's --json file and stop
@@ -137,6 +140,12 @@ fn parse_parent(arguments: &[String]) -> Result<Options, String> {
             "--extended-rounds" => {
                 options.extended_rounds = number(value(arguments, &mut at, flag)?, flag)?
             }
+            "--large-open-keys" => {
+                options.large_open_keys = number(value(arguments, &mut at, flag)?, flag)?
+            }
+            "--large-open-rounds" => {
+                options.large_open_rounds = number(value(arguments, &mut at, flag)?, flag)?
+            }
             "--svg" => options.svg = Some(PathBuf::from(value(arguments, &mut at, flag)?)),
             "--chart-from" => {
                 options.chart_from = Some(PathBuf::from(value(arguments, &mut at, flag)?))
@@ -161,13 +170,15 @@ fn parse_parent(arguments: &[String]) -> Result<Options, String> {
     }
     if options.rounds == 0
         || options.extended_rounds == 0
+        || options.large_open_rounds == 0
         || options.keys < 1000
         || options.churn_keys < 1000
         || options.extended_keys < 1000
+        || options.large_open_keys < 1000
     {
         return Err(
-            "--rounds, --extended-rounds must be ≥ 1 and --keys, --churn-keys, \
-             --extended-keys ≥ 1000"
+            "--rounds, --extended-rounds, --large-open-rounds must be ≥ 1 and --keys, \
+             --churn-keys, --extended-keys, --large-open-keys ≥ 1000"
                 .into(),
         );
     }

@@ -378,6 +378,15 @@ fn extended_tables() -> Vec<Table> {
              commits of 1,000 then synced and closed) and read one key; the files are in the \
              page cache; workload `open`",
         ),
+        extended_table(
+            "Open (recovery) of a large closed store",
+            "open_large",
+            "open_large_ns",
+            Unit::Nanos,
+            Lower,
+            "the same with the keys of workload `open_large` (`--large-open-keys`; 10M in full \
+             mode)",
+        ),
     ]
 }
 
@@ -840,6 +849,8 @@ struct Target {
     values: Vec<f64>,
     bound: f64,
     at_most: bool,
+    /// How the figure is shown after its number: "×" (a ratio), " B", " ms".
+    unit: &'static str,
     explain: &'static str,
 }
 
@@ -856,7 +867,8 @@ fn peer_best(results: &Results, workload: &str, metric: &str, round: usize, lowe
     best
 }
 
-/// The targets of the issues "Engine: items" and "Leases and cache locks".
+/// The targets of the issues "Engine: items", "Leases and cache locks" and "Open in
+/// milliseconds".
 pub fn render_targets(results: &Results) -> String {
     let rounds = 0..results.rounds;
     let t = |workload: &str, engine: &str, metric: &str, round: usize| {
@@ -873,6 +885,7 @@ pub fn render_targets(results: &Results) -> String {
                 .collect(),
             bound: 0.5,
             at_most: true,
+            unit: "×",
             explain: "tenure get µs ÷ LMDB get µs",
         },
         Target {
@@ -885,6 +898,7 @@ pub fn render_targets(results: &Results) -> String {
                 .collect(),
             bound: 1.8,
             at_most: false,
+            unit: "×",
             explain: "tenure 2-thread gets/s ÷ 1-thread gets/s",
         },
         Target {
@@ -897,6 +911,7 @@ pub fn render_targets(results: &Results) -> String {
                 .collect(),
             bound: 1.0,
             at_most: true,
+            unit: "×",
             explain: "tenure scan µs ÷ LMDB scan µs",
         },
         Target {
@@ -911,6 +926,7 @@ pub fn render_targets(results: &Results) -> String {
                 .collect(),
             bound: 10.0,
             at_most: false,
+            unit: "×",
             explain: "tenure CAS/s ÷ best peer's CAS/s",
         },
         Target {
@@ -926,6 +942,7 @@ pub fn render_targets(results: &Results) -> String {
                 .collect(),
             bound: 1.0,
             at_most: false,
+            unit: "×",
             explain: "tenure pairs/s ÷ LMDB pairs/s",
         },
         Target {
@@ -938,6 +955,7 @@ pub fn render_targets(results: &Results) -> String {
                 .collect(),
             bound: 64.0,
             at_most: true,
+            unit: " B",
             explain: "tenure anonymous resident bytes per key − 24 (values stay in the mapped log)",
         },
         Target {
@@ -950,6 +968,7 @@ pub fn render_targets(results: &Results) -> String {
                 .collect(),
             bound: 1.2,
             at_most: true,
+            unit: "×",
             explain: "tenure bytes on disk ÷ live bytes",
         },
         Target {
@@ -965,6 +984,7 @@ pub fn render_targets(results: &Results) -> String {
                 .collect(),
             bound: 20.0,
             at_most: false,
+            unit: "×",
             explain: "tenure pairs/s ÷ redis pairs/s",
         },
         Target {
@@ -980,7 +1000,34 @@ pub fn render_targets(results: &Results) -> String {
                 .collect(),
             bound: 20.0,
             at_most: false,
+            unit: "×",
             explain: "tenure pairs/s ÷ redis pairs/s",
+        },
+        Target {
+            issue: "30",
+            row: "open, 1M items (workload `open`, full mode)",
+            target: "≤ 5 ms",
+            values: rounds
+                .clone()
+                .map(|r| t("open", "tenure", "open_ns", r) / 1e6)
+                .collect(),
+            bound: 5.0,
+            at_most: true,
+            unit: " ms",
+            explain: "tenure's open and first read, ms",
+        },
+        Target {
+            issue: "30",
+            row: "open, 10M items (workload `open_large`, full mode)",
+            target: "≤ 50 ms",
+            values: rounds
+                .clone()
+                .map(|r| t("open_large", "tenure", "open_large_ns", r) / 1e6)
+                .collect(),
+            bound: 50.0,
+            at_most: true,
+            unit: " ms",
+            explain: "tenure's open and first read, ms",
         },
     ];
     let mut out = String::from(
@@ -998,10 +1045,9 @@ pub fn render_targets(results: &Results) -> String {
         } else {
             "**no**"
         };
-        let shown = if target.row == "memory per key" {
-            format!("{value:.0} B")
-        } else {
-            format!("{value:.2}×")
+        let shown = match target.unit {
+            "×" => format!("{value:.2}×"),
+            unit => format!("{value:.0}{unit}"),
         };
         let _ = writeln!(
             out,

@@ -12,8 +12,19 @@ use super::workloads::ChildConfig;
 use super::Metrics;
 
 /// The workloads, in run order (those of [`super::extended`] after `kv`).
-pub const WORKLOADS: [&str; 11] = [
-    "kv", "get", "shape16", "blob", "commit", "cas", "snapshot", "open", "churn", "lease", "limits",
+pub const WORKLOADS: [&str; 12] = [
+    "kv",
+    "get",
+    "shape16",
+    "blob",
+    "commit",
+    "cas",
+    "snapshot",
+    "open",
+    "open_large",
+    "churn",
+    "lease",
+    "limits",
 ];
 
 /// Whether `workload` is one of [`super::extended::WORKLOADS`] (its own keys and rounds).
@@ -31,6 +42,10 @@ pub struct Options {
     pub extended_keys: u64,
     /// Rounds of the workloads of [`super::extended`].
     pub extended_rounds: usize,
+    /// Keys and rounds of the workload `open_large`: the open of a large store, whose load
+    /// takes minutes for some engines.
+    pub large_open_keys: u64,
+    pub large_open_rounds: usize,
     pub measure: Duration,
     pub dram_mebibytes: usize,
     pub engines: Vec<String>,
@@ -59,6 +74,8 @@ impl Options {
             rounds: 5,
             extended_keys: if quick { 10_000 } else { 1_000_000 },
             extended_rounds: if quick { 2 } else { 5 },
+            large_open_keys: if quick { 100_000 } else { 10_000_000 },
+            large_open_rounds: if quick { 1 } else { 2 },
             measure: Duration::from_millis(if quick { 100 } else { 1000 }),
             dram_mebibytes: if quick { 64 } else { 512 },
             engines: EMBEDDED
@@ -81,7 +98,7 @@ impl Options {
 /// The engines that take part in a workload.
 fn participants(workload: &str, options: &Options) -> Vec<String> {
     let candidates: Vec<&str> = match workload {
-        "kv" | "churn" | "get" | "shape16" | "blob" | "commit" | "cas" | "open" => {
+        "kv" | "churn" | "get" | "shape16" | "blob" | "commit" | "cas" | "open" | "open_large" => {
             EMBEDDED.to_vec()
         }
         // sled has no snapshots (its range reads are not isolated from writers).
@@ -292,10 +309,15 @@ pub fn parent_main(options: &Options) -> i32 {
     .collect();
 
     let mut samples: Vec<Sample> = Vec::new();
-    let all_rounds = options.rounds.max(options.extended_rounds);
+    let all_rounds = options
+        .rounds
+        .max(options.extended_rounds)
+        .max(options.large_open_rounds);
     for round in 0..all_rounds {
         for workload in &options.workloads {
-            let rounds = if is_extended(workload) {
+            let rounds = if workload == "open_large" {
+                options.large_open_rounds
+            } else if is_extended(workload) {
                 options.extended_rounds
             } else {
                 options.rounds
@@ -321,6 +343,8 @@ pub fn parent_main(options: &Options) -> i32 {
                     workload: workload.clone(),
                     keys: if workload == "churn" {
                         options.churn_keys
+                    } else if workload == "open_large" {
+                        options.large_open_keys
                     } else if is_extended(workload) {
                         options.extended_keys
                     } else {
@@ -576,14 +600,17 @@ fn render(
     let _ = writeln!(
         out,
         "- shape: {} keys of {} B, values of {} B ({} keys in the churn workload; {} keys and \
-         {} rounds in the workloads get … open); {} rounds; each timed measurement runs {} ms \
-         after an untimed warm-up of the same length; took {:.0} s in all",
+         {} rounds in the workloads get … open; {} keys and {} rounds in open_large); {} rounds; \
+         each timed measurement runs {} ms after an untimed warm-up of the same length; took \
+         {:.0} s in all",
         options.keys,
         super::KEY_BYTES,
         super::VALUE_BYTES,
         options.churn_keys,
         options.extended_keys,
         options.extended_rounds,
+        options.large_open_keys,
+        options.large_open_rounds,
         options.rounds,
         options.measure.as_millis(),
         elapsed.as_secs_f64()
@@ -682,7 +709,7 @@ fn render(
          copy, no snapshot), as LMDB and redb hand out views of their mapped pages inside a \
          read transaction. The blob gets read every 64th byte of the value in every engine.\n\
          - The rows of the workloads `get`, `shape16`, `blob`, `commit`, `cas`, `snapshot` and \
-         `open` ran with {} keys in {} rounds{}.\n",
+         `open` ran with {} keys in {} rounds, `open_large` with {} keys in {} rounds{}.\n",
         if EMBEDDED.contains(&"rocksdb") {
             "; RocksDB `WriteOptions::set_sync(true)`"
         } else {
@@ -690,6 +717,8 @@ fn render(
         },
         options.extended_keys,
         options.extended_rounds,
+        options.large_open_keys,
+        options.large_open_rounds,
         if options.quick {
             " (quick mode: a smoke run, not a measurement to quote)"
         } else {
