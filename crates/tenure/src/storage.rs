@@ -253,7 +253,23 @@ impl FileStorage {
 struct FlockGuard {
     // Dropped first: the fork handler stops tracking the descriptor before it is closed.
     _tracked: crate::base::fork::TrackedLockDescriptor,
-    _file: File,
+    file: File,
+    locker: crate::base::fork::OwningProcess,
+}
+
+impl Drop for FlockGuard {
+    fn drop(&mut self) {
+        // Unlocked explicitly, not only by the close: a forked child that has not run yet (so
+        // not its fork handler either) still shares the lock's open file description, and
+        // closing this descriptor alone would leave the store locked until the child runs.
+        // Never in a child: unlocking the shared description there would release the lock of
+        // the parent, which still writes.
+        if !self.locker.is_inherited_or_cloned() {
+            // SAFETY: flock on the descriptor this guard owns; a failure leaves the close to
+            // release the lock, as before.
+            unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
+        }
+    }
 }
 
 impl Storage for FileStorage {
@@ -282,7 +298,8 @@ impl Storage for FileStorage {
         if result == 0 {
             return Ok(Some(Box::new(FlockGuard {
                 _tracked: crate::base::fork::track_lock_descriptor(&file),
-                _file: file,
+                file,
+                locker: crate::base::fork::OwningProcess::current(),
             })));
         }
         let error = io::Error::last_os_error();
