@@ -37,14 +37,8 @@ impl LogShared {
     }
 
     pub(super) fn sync_range(&self, from: u64, to: u64) -> Result<()> {
-        if to <= from {
-            return Ok(());
-        }
         let guard = crossbeam_epoch::pin();
-        let mut slot = from / self.slot_size;
-        let last_slot = (to - 1) / self.slot_size;
-        while slot <= last_slot {
-            let segment = self.segment_of(slot * self.slot_size, &guard)?;
+        for segment in self.segments_between(from, to, &guard)? {
             if self.durability == Durability::Buffered {
                 // Appends wrote these pages through the map (`sync` stores write with pwrite).
                 let segment_start = segment.first_slot * self.slot_size;
@@ -57,9 +51,25 @@ impl LogShared {
             segment.file.sync_data().map_err(|error| {
                 Error::io(self.storage.path().join(&segment.name), "fdatasync", error)
             })?;
-            slot = segment.first_slot + segment.slot_count;
         }
         Ok(())
+    }
+
+    /// The segments holding any byte of the log from `from` to `to`, in log order.
+    fn segments_between(
+        &self,
+        from: u64,
+        to: u64,
+        guard: &crossbeam_epoch::Guard,
+    ) -> Result<Vec<Arc<Segment>>> {
+        let mut segments = Vec::new();
+        let mut slot = from / self.slot_size;
+        while to > from && slot <= (to - 1) / self.slot_size {
+            let segment = self.segment_of(slot * self.slot_size, guard)?;
+            slot = segment.first_slot + segment.slot_count;
+            segments.push(segment);
+        }
+        Ok(segments)
     }
 
     pub(super) fn record_watermark(&self, durable_offset: u64) -> Result<()> {
@@ -373,17 +383,10 @@ impl LogShared {
             Ok(runs) => runs,
             Err(error) => return RingOutcome::Done(Err(error)),
         };
-        let mut synced = Vec::new();
-        let mut slot = from / self.slot_size;
-        while to > from && slot <= (to - 1) / self.slot_size {
-            match self.segment_of(slot * self.slot_size, &guard) {
-                Ok(segment) => {
-                    slot = segment.first_slot + segment.slot_count;
-                    synced.push(segment);
-                }
-                Err(error) => return RingOutcome::Done(Err(error)),
-            }
-        }
+        let synced = match self.segments_between(from, to, &guard) {
+            Ok(segments) => segments,
+            Err(error) => return RingOutcome::Done(Err(error)),
+        };
         // Each write takes at most IOV_MAX records; a longer run is split.
         let mut slices: Vec<(&Arc<Segment>, u64, Vec<&[u8]>)> = Vec::new();
         for run in &runs {
