@@ -346,15 +346,17 @@ impl PointIndex {
         let mut slots = shard.slots.lock();
         // SAFETY: as in `table_and_hash`; under the shard's lock the table cannot change.
         let mut table = unsafe { shard.table.load(Ordering::Acquire, guard).deref() };
-        if let Ok((existing, _)) = table.probe(hash, slot.index_key(), |_| {}) {
-            return Err(ItemSlot::clone(&existing));
-        }
+        let mut bucket = match table.probe(hash, slot.index_key(), |_| {}) {
+            Ok((existing, _)) => return Err(ItemSlot::clone(&existing)),
+            Err(empty) => empty,
+        };
         if (*slots + 1) * 2 > table.buckets.len() {
             table = self.grow(shard, table, guard);
+            let Err(empty) = table.probe(hash, slot.index_key(), |_| {}) else {
+                unreachable!("the key is not in the shard (checked under its lock)");
+            };
+            bucket = empty;
         }
-        let Err(bucket) = table.probe(hash, slot.index_key(), |_| {}) else {
-            unreachable!("the key is not in the shard (checked under its lock)");
-        };
         let handle = slot.into_handle();
         table.buckets[bucket].store(
             u64::from(handle) | (tag_of(hash) << TAG_SHIFT),

@@ -50,12 +50,13 @@ pub(crate) fn replay_record<'g>(
     }
     match record {
         DecodedRecord::Items(items) => {
-            let ahead = LookAhead::start(index, catalog, &items, |item| item);
+            let ahead = LookAhead::start(index, &items, |item| item);
+            let mut containers = ContainerMemo::new(catalog);
             for (position, item) in items.iter().enumerate() {
                 ahead.step(position);
                 replay_item(
                     index,
-                    catalog,
+                    &mut containers,
                     (version, now),
                     (location, payload),
                     item,
@@ -65,12 +66,13 @@ pub(crate) fn replay_record<'g>(
             }
         }
         DecodedRecord::RelocatedItems(items) => {
-            let ahead = LookAhead::start(index, catalog, &items, |(_, item)| item);
+            let ahead = LookAhead::start(index, &items, |(_, item)| item);
+            let mut containers = ContainerMemo::new(catalog);
             for (position, (original_version, item)) in items.iter().enumerate() {
                 ahead.step(position);
                 replay_item(
                     index,
-                    catalog,
+                    &mut containers,
                     (*original_version, now),
                     (location, payload),
                     item,
@@ -113,7 +115,6 @@ const PREFETCH_ITEMS: usize = 16;
 /// starts loading `PREFETCH_ITEMS` items before it replays them.
 struct LookAhead<'a, T> {
     index: &'a Index,
-    catalog: &'a Catalog,
     entries: &'a [T],
     item_of: fn(&'a T) -> &'a record::DecodedItem<'a>,
     guard: crossbeam_epoch::Guard,
@@ -122,13 +123,11 @@ struct LookAhead<'a, T> {
 impl<'a, T> LookAhead<'a, T> {
     fn start(
         index: &'a Index,
-        catalog: &'a Catalog,
         entries: &'a [T],
         item_of: fn(&'a T) -> &'a record::DecodedItem<'a>,
     ) -> LookAhead<'a, T> {
         let ahead = LookAhead {
             index,
-            catalog,
             entries,
             item_of,
             guard: crossbeam_epoch::pin(),
@@ -148,11 +147,36 @@ impl<'a, T> LookAhead<'a, T> {
         let Some(entry) = self.entries.get(position) else {
             return;
         };
+        // An incarnation's id is the record's container id, so no catalog lookup is needed
+        // (a prefetch for a container that turns out deleted is only a wasted load).
         let item = (self.item_of)(entry);
-        if let Some(incarnation) = self.catalog.by_id(item.write.container_id) {
-            let key = index_key(incarnation.id, item.write.key);
-            self.index.prefetch(&key, &self.guard);
+        let key = index_key(item.write.container_id, item.write.key);
+        self.index.prefetch(&key, &self.guard);
+    }
+}
+
+/// The container of the record's previous item, kept for the next: a record's items are
+/// usually of one container, and a catalog lookup (a pin of its map and a reference count)
+/// was a tenth of an open. Lives for one record, during which only placeholders can join the
+/// catalog, so the incarnation it holds stays the catalog's.
+struct ContainerMemo<'a> {
+    catalog: &'a Catalog,
+    last: Option<Arc<Incarnation>>,
+}
+
+impl<'a> ContainerMemo<'a> {
+    fn new(catalog: &'a Catalog) -> ContainerMemo<'a> {
+        ContainerMemo {
+            catalog,
+            last: None,
         }
+    }
+
+    fn by_id_or_placeholder(&mut self, id: u64) -> &Incarnation {
+        if self.last.as_ref().is_none_or(|last| last.id != id) {
+            self.last = Some(self.catalog.by_id_or_placeholder(id));
+        }
+        self.last.as_deref().expect("set just above")
     }
 }
 
@@ -278,14 +302,14 @@ fn replay_container_record(
 #[allow(clippy::too_many_arguments)]
 fn replay_item(
     index: &Index,
-    catalog: &Catalog,
+    containers: &mut ContainerMemo<'_>,
     (version, now): (Version, Timestamp),
     (location, payload): (u64, &[u8]),
     item: &record::DecodedItem<'_>,
     relocated: bool,
     earlier: &mut impl PlainEntries,
 ) -> Result<()> {
-    let incarnation = catalog.by_id_or_placeholder(item.write.container_id);
+    let incarnation = containers.by_id_or_placeholder(item.write.container_id);
     if !incarnation.is_live() {
         return Ok(());
     }
@@ -315,7 +339,12 @@ fn replay_item(
         last_modified: item.write.last_modified,
         expires_at: item.write.expires_at,
         properties: Properties::boxed(item.write.content_type, item.metadata.clone()),
-        coordination: coordination_box(item.coordination.clone().clamped_after_reopen(now)),
+        // Most items hold no lease or lock: skip the copy and the clamp for them.
+        coordination: if item.coordination.is_empty() {
+            None
+        } else {
+            coordination_box(item.coordination.clone().clamped_after_reopen(now))
+        },
     });
     // Nothing can see older versions at open, so a version its entry says in full (no
     // properties or coordination, its own version in the ETag field; older formats wrote 0
