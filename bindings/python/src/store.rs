@@ -454,7 +454,8 @@ impl Store {
     /// What the store holds and how full it is: items, versions, segments, bytes (log, live,
     /// dead, allocated), and the space state — ``storage_full`` (writes that add data raise
     /// StorageFull), ``free_bytes`` (None where the system cannot tell), ``reserve_bytes``,
-    /// ``quota_bytes`` (None: no quota) and ``store_bytes``.
+    /// ``quota_bytes`` (None: no quota) and ``store_bytes``; ``opened_from_persisted_index``
+    /// says whether the open loaded the index saved at the last clean close.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let stats = self.handle.run(py, |store| store.stats())?;
         let result = PyDict::new(py);
@@ -474,6 +475,10 @@ impl Store {
         result.set_item("reserve_bytes", stats.reserve_bytes)?;
         result.set_item("quota_bytes", stats.quota_bytes)?;
         result.set_item("store_bytes", stats.store_bytes)?;
+        result.set_item(
+            "opened_from_persisted_index",
+            stats.opened_from_persisted_index,
+        )?;
         Ok(result)
     }
 

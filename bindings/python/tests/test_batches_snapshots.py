@@ -173,3 +173,18 @@ def test_snapshot_read_conditions(store: tenure.Store) -> None:
     assert snapshot.get(items, "a", if_match=etag).value == b"1"
     snapshot.close()
     snapshot.close()  # harmless
+
+
+def test_a_reopen_after_a_clean_close_loads_the_persisted_index(tmp_path: Path, clock: tenure.ManualClock) -> None:
+    path = tmp_path / "store"
+    with tenure.open(path, durability="buffered", clock=clock) as store:
+        items = store.create_container("items")
+        for number in range(100):
+            items.put(f"key-{number}", f"value-{number}".encode())
+        assert store.stats()["opened_from_persisted_index"] is False
+    assert (path / "index.checkpoint").exists()
+    with tenure.open(path, durability="buffered", clock=clock) as store:
+        assert store.stats()["opened_from_persisted_index"] is True
+        assert store.container("items").get("key-42").value == b"value-42"
+        # The writer's open removed it: after a crash the log is replayed.
+        assert not (path / "index.checkpoint").exists()

@@ -106,6 +106,7 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
             "reserve_bytes": stats.reserve_bytes,
             "quota_bytes": stats.quota_bytes,
             "store_bytes": stats.store_bytes,
+            "opened_from_persisted_index": stats.opened_from_persisted_index,
         }));
         return common::ok();
     }
@@ -121,6 +122,14 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
     println!(
         "disk usage:     {disk_bytes} bytes ({}; the blocks the store's files use)",
         mebibytes(disk_bytes)
+    );
+    println!(
+        "index at open:  {}",
+        if stats.opened_from_persisted_index {
+            "loaded from the persisted index of the last clean close"
+        } else {
+            "replayed from the log"
+        }
     );
     println!("log bytes:      {}", stats.log_bytes);
     println!("live bytes:     {}", stats.live_bytes);
@@ -187,8 +196,16 @@ pub fn compact(args: &CompactArgs, output: &Output) -> CliResult {
         change_feed_retention_bytes: args.change_feed_retention_bytes,
         ..common::store_options()
     };
+    // Counted before the open, as `du` would have shown it: a writer's open removes the
+    // persisted index, which the close then writes again.
+    let local_usage_before = (!common::is_cluster(&args.store.dir))
+        .then(|| disk_usage(&args.store.dir))
+        .transpose()?;
     let store = common::open_store(&args.store.dir, options)?;
-    let (disk_before, files_before) = store_usage(&args.store.dir, store.log_bytes())?;
+    let (disk_before, files_before) = match local_usage_before {
+        Some(usage) => usage,
+        None => store_usage(&args.store.dir, store.log_bytes())?,
+    };
     let log_before = store.log_bytes();
     // compact() removes sealed segments oldest first, moving the log's start forward: the bar
     // follows the start while compaction runs on another thread.

@@ -633,6 +633,7 @@ impl Backend for EtcdStore {
             quota_bytes: None,
             store_bytes: db_bytes,
             io_uring: tenure::IoUringUse::NotUsed,
+            opened_from_persisted_index: false,
         })
     }
 

@@ -64,6 +64,9 @@ pub struct StoreStats {
     /// Whether a `sync` store's group commit goes through io_uring, and if the system refused
     /// it, why (`StoreOptions::io_uring`).
     pub io_uring: IoUringUse,
+    /// Whether the open loaded the index saved at the last clean close instead of replaying
+    /// the log (docs/design.md §3 "The persisted index").
+    pub opened_from_persisted_index: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -39,6 +39,8 @@ pub struct Engine {
     pub(crate) closed: AtomicBool,
     /// The process that opened the store: a forked child's copy refuses every call.
     pub(crate) owner: crate::base::fork::OwningProcess,
+    /// The open loaded the persisted index (`index/checkpoint.rs`) instead of replaying.
+    pub(crate) opened_from_persisted_index: bool,
 }
 
 impl Engine {

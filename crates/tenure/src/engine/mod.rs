@@ -36,6 +36,7 @@ use crate::backend::results::{
 use crate::backend::{Backend, BackendSnapshot, PutKind};
 use crate::error::{Error, Result};
 use crate::index::catalog::Catalog;
+use crate::index::checkpoint;
 use crate::index::slot::MAXIMUM_KEY_BYTES;
 use crate::index::Index;
 use crate::log::{Log, LogOptions};
@@ -81,7 +82,8 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
     };
     // Leases recovered from the log are clamped against the clock at open (docs/spec.md §11).
     let now = options.clock.now();
-    let (log, index, catalog) = replay_log(&storage, &log_options, now)?;
+    let (log, index, catalog, opened_from_persisted_index) =
+        replay_log(&storage, &log_options, now)?;
     let background_interval = options.background_compaction_interval;
     let shared = Arc::new(Engine {
         log,
@@ -99,6 +101,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
         ),
         closed: AtomicBool::new(false),
         owner,
+        opened_from_persisted_index,
     });
     let background = background_interval
         .filter(|_| !options.read_only)
@@ -123,9 +126,10 @@ fn replay_log(
     storage: &Arc<dyn Storage>,
     log_options: &LogOptions,
     now: crate::clock::Timestamp,
-) -> Result<(Log, Index, Catalog)> {
+) -> Result<(Log, Index, Catalog, bool)> {
     const READ_ONLY_OPEN_ATTEMPTS: usize = 8;
     let mut attempts = 0;
+    let mut persisted = checkpoint::read(storage.as_ref());
     loop {
         attempts += 1;
         let index = Index::new();
@@ -141,10 +145,44 @@ fn replay_log(
                 &mut record.earlier,
             )
         };
-        match Log::open(Arc::clone(storage), log_options, &mut replay) {
-            Ok(log) => {
+        let anchor = persisted.as_ref().map(|persisted| &persisted.anchor);
+        // The persisted index loads on a thread of its own while the log is verified: an open
+        // from it takes the longer of the two, not their sum.
+        let (opened, loaded) = std::thread::scope(|scope| {
+            let loading = persisted.as_ref().map(|persisted| {
+                scope.spawn(move || {
+                    let index = Index::with_seeds(persisted.seeds(), persisted.items());
+                    let catalog = Catalog::default();
+                    persisted
+                        .load(&index, &catalog, now)
+                        .map(|()| (index, catalog))
+                })
+            });
+            let opened = Log::open_at(Arc::clone(storage), log_options, anchor, &mut replay);
+            let loaded = loading.map(|loading| {
+                loading
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            (opened, loaded)
+        });
+        match opened {
+            Ok((log, true)) => match loaded {
+                Some(Ok((index, catalog))) => {
+                    forget_persisted_index(storage, log_options);
+                    return Ok((log, index, catalog, true));
+                }
+                // Checksums held but the content did not decode (a bug, or a file made
+                // elsewhere): open again and replay.
+                _ => {
+                    drop(log);
+                    persisted = None;
+                }
+            },
+            Ok((log, false)) => {
                 catalog.finish_replay();
-                return Ok((log, index, catalog));
+                forget_persisted_index(storage, log_options);
+                return Ok((log, index, catalog, false));
             }
             Err(error)
                 if log_options.read_only
@@ -152,6 +190,15 @@ fn replay_log(
                     && is_removed_segment(&error) => {}
             Err(error) => return Err(error),
         }
+    }
+}
+
+/// A writer's open moves the log on from where any persisted index stands (a new
+/// generation), so the file is removed rather than left to be doubted after a crash. A
+/// removal that fails leaves a file that no longer matches the superblock: harmless.
+fn forget_persisted_index(storage: &Arc<dyn Storage>, log_options: &LogOptions) {
+    if !log_options.read_only {
+        let _ = checkpoint::remove(storage.as_ref());
     }
 }
 
@@ -183,7 +230,23 @@ impl LocalStore {
         if self.engine.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.engine.log.close()
+        self.engine.log.close()?;
+        self.persist_index();
+        Ok(())
+    }
+
+    /// After a clean close: saves the index for the next open (`index/checkpoint.rs`). Only
+    /// an accelerator, so a failure is not the close's: the next open replays the log.
+    fn persist_index(&self) {
+        let engine = &self.engine;
+        if let Some(anchor) = engine.log.anchor_after_close() {
+            let _ = checkpoint::write(
+                engine.log.storage().as_ref(),
+                &anchor,
+                &engine.index,
+                &engine.catalog,
+            );
+        }
     }
 
     /// Leaves an inherited store as the fork left it. Dropping the engine state would free

@@ -24,6 +24,7 @@ impl Engine {
             quota_bytes: space.quota_bytes,
             store_bytes: space.store_bytes,
             io_uring: self.log.io_uring_use(),
+            opened_from_persisted_index: self.opened_from_persisted_index,
             ..StoreStats::default()
         };
         let log_start = self.log.first_slot() * self.log.slot_size_bytes();

@@ -284,6 +284,29 @@ impl Catalog {
         ids
     }
 
+    /// Every incarnation, placeholders included, oldest first (by id: the version that
+    /// created it), for a persisted index (`checkpoint.rs`).
+    pub fn incarnations(&self) -> Vec<Arc<Incarnation>> {
+        let mut incarnations: Vec<Arc<Incarnation>> = self.by_id.pin().values().cloned().collect();
+        incarnations.sort_unstable_by_key(|incarnation| incarnation.id);
+        incarnations
+    }
+
+    /// Restore only (`checkpoint.rs`), oldest first: adds an incarnation as the replay left
+    /// it. A placeholder (no name) is known by its id only, as `by_id_or_placeholder` makes
+    /// it.
+    pub fn restore(&self, incarnation: Arc<Incarnation>) -> Result<(), &'static str> {
+        if self.by_id.pin().contains_key(&incarnation.id) {
+            return Err("a container listed twice");
+        }
+        if Catalog::is_placeholder(&incarnation) {
+            self.by_id.pin().insert(incarnation.id, incarnation);
+        } else {
+            self.insert(incarnation);
+        }
+        Ok(())
+    }
+
     /// Replay only: a container state for `incarnation.id` replaces its placeholder.
     pub fn resolve(&self, incarnation: Arc<Incarnation>) {
         self.insert(incarnation);

@@ -44,6 +44,12 @@ fn value_hint(offset: u64) -> (u32, u64) {
     ((line & ((1 << HINT_BITS) - 1)) as u32, line >> HINT_BITS)
 }
 
+/// A restored slot's only version: a plain head naming its entry's value offset, or a node.
+pub enum RestoredHead {
+    Plain(u64),
+    Node(NewVersion),
+}
+
 /// `Index::ordered_state`: not built (writers add new slots to the point index only), being
 /// built (writers add them to both; the build may add the same slot again, which the ordered
 /// index ignores), built (both, for the rest of the index's life).
@@ -53,8 +59,71 @@ const ORDERED_BUILT: u8 = 2;
 
 impl Index {
     pub fn new() -> Index {
+        Index::with_points(PointIndex::new())
+    }
+
+    /// An index to restore a persisted one into (`checkpoint.rs`): the same hash seeds, tables
+    /// sized for `expected_items`.
+    pub fn with_seeds(seeds: [u64; 4], expected_items: usize) -> Index {
+        Index::with_points(PointIndex::with_seeds(seeds, expected_items))
+    }
+
+    /// The seeds of the point index's hash.
+    pub fn seeds(&self) -> [u64; 4] {
+        self.points.seeds()
+    }
+
+    /// Every slot, in the point index's order, borrowed for as long as `guard`.
+    pub fn slots<'g>(&'g self, guard: &'g Guard) -> impl Iterator<Item = SlotView<'g>> {
+        self.points.slots(guard)
+    }
+
+    /// Adds a slot for `index_key`, which must not have one, with `head` as its only version
+    /// (a persisted index's entry, `checkpoint.rs`).
+    pub fn restore_slot(
+        &self,
+        index_key: &[u8],
+        head: RestoredHead,
+        guard: &Guard,
+    ) -> std::result::Result<(), &'static str> {
+        if index_key.len() < 8 || index_key.len() > super::slot::MAXIMUM_INDEX_KEY_BYTES {
+            return Err("an index key of an impossible length");
+        }
+        // The head is set before the slot is published (the insert's release store), so no
+        // one sees the slot without it, and the slot is handed over without a second
+        // reference count.
+        let slot = ItemSlot::new(index_key);
+        let value = match head {
+            RestoredHead::Plain(value_offset) => {
+                if value_offset == 0 {
+                    return Err("a plain head at log offset 0");
+                }
+                slot.head()
+                    .store(super::head::head(value_offset), Ordering::Relaxed);
+                Some(ValueLocation::new(value_offset, 0))
+            }
+            RestoredHead::Node(fields) => {
+                let node = VersionNode::new(fields);
+                self.note_expiry(node.expires_at());
+                let value = node.value();
+                let installed = slot.install(crossbeam_epoch::Shared::null(), node, guard);
+                assert!(installed.is_ok(), "a new slot's head is null");
+                value
+            }
+        };
+        let hint_cell = self
+            .points
+            .insert(slot, guard)
+            .map_err(|_| "a key listed twice")?;
+        if let Some(location) = value {
+            self.note_value_location(index_key, Some(hint_cell), location);
+        }
+        Ok(())
+    }
+
+    fn with_points(points: PointIndex) -> Index {
         Index {
-            points: PointIndex::new(),
+            points,
             ordered: OrderedIndex::new(),
             ordered_state: AtomicU8::new(ORDERED_NOT_BUILT),
             ordered_build: Mutex::new(()),

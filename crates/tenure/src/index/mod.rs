@@ -13,6 +13,7 @@
 
 pub(crate) mod catalog;
 mod chain;
+pub(crate) mod checkpoint;
 mod head;
 mod item_index;
 mod key;

@@ -41,6 +41,9 @@ use crate::index::slot::ItemSlot;
 const SHARD_BITS: u32 = 8;
 const SHARDS: usize = 1 << SHARD_BITS;
 const INITIAL_BUCKETS: usize = 16;
+/// The largest table a shard starts with when sized ahead (`with_seeds`): 2^24 buckets
+/// (128 MiB per shard) bounds what a count read from a file can make an open allocate.
+const MAXIMUM_PRESIZED_BUCKETS: usize = 1 << 24;
 /// A bucket's word: bits 0–31 the slot's handle (0: an empty bucket), 32–34 the key's hash
 /// tag, 35–63 the value hint.
 const TAG_SHIFT: u32 = 32;
@@ -267,15 +270,37 @@ impl Table {
 
 impl PointIndex {
     pub(crate) fn new() -> PointIndex {
+        PointIndex::with_hasher(IndexKeyHasher::new(), INITIAL_BUCKETS)
+    }
+
+    /// An index whose hash takes `seeds` (another index's [`PointIndex::seeds`]), with tables
+    /// sized for `expected_slots`: a persisted index's slots, added in the order its index
+    /// listed them, then fill each shard's table in turn (`index/checkpoint.rs`).
+    pub(crate) fn with_seeds(seeds: [u64; 4], expected_slots: usize) -> PointIndex {
+        let per_shard = expected_slots / SHARDS;
+        // Room for a shard a little fuller than the mean; a fuller one grows as usual.
+        let buckets = (2 * (per_shard + per_shard / 8 + 8))
+            .checked_next_power_of_two()
+            .unwrap_or(INITIAL_BUCKETS)
+            .clamp(INITIAL_BUCKETS, MAXIMUM_PRESIZED_BUCKETS);
+        PointIndex::with_hasher(IndexKeyHasher { seeds }, buckets)
+    }
+
+    fn with_hasher(hasher: IndexKeyHasher, buckets: usize) -> PointIndex {
         PointIndex {
             shards: (0..SHARDS)
                 .map(|_| Shard {
-                    table: Atomic::new(Table::with_buckets(INITIAL_BUCKETS)),
+                    table: Atomic::new(Table::with_buckets(buckets)),
                     slots: Mutex::new(0),
                 })
                 .collect(),
-            hasher: IndexKeyHasher::new(),
+            hasher,
         }
+    }
+
+    /// The seeds of this index's hash.
+    pub(crate) fn seeds(&self) -> [u64; 4] {
+        self.hasher.seeds
     }
 
     fn shard_and_hash(&self, index_key: &[u8]) -> (&Shard, u64) {

@@ -366,6 +366,15 @@ pub fn repair(
     for name in &loaded.segment_names {
         rename(&directory.join(name), &backup.join(name))?;
     }
+    // A persisted index describes the old log: it goes with it, never to be loaded over the
+    // repaired one.
+    let persisted_index = directory.join(crate::index::checkpoint::CHECKPOINT_FILE);
+    if persisted_index.exists() {
+        rename(
+            &persisted_index,
+            &backup.join(crate::index::checkpoint::CHECKPOINT_FILE),
+        )?;
+    }
     sync_directory(directory)?;
     for (name, _) in &writer.written {
         rename(&staging.join(name), &directory.join(name))?;

@@ -12,7 +12,7 @@ use super::core::*;
 use super::flush::sync_superblock_copy;
 use super::placement;
 use super::record::{self, RecordKind, HEADER_BYTES};
-use super::recovery::{self, RecoveredRecord};
+use super::recovery::{self, LogAnchor, RecoveredRecord};
 use super::space::{SpaceState, SpaceUse};
 use crate::base::background;
 use crate::error::{Error, Result};
@@ -27,14 +27,29 @@ impl Log {
         options: &LogOptions,
         replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
     ) -> Result<Log> {
+        Ok(Log::open_at(storage, options, None, replay)?.0)
+    }
+
+    /// [`Log::open`], given the anchor a persisted index recorded at a clean close: when the
+    /// store is still exactly as that close left it, the scan is skipped (`replay` sees no
+    /// record) and the second value is `true`.
+    pub fn open_at(
+        storage: Arc<dyn Storage>,
+        options: &LogOptions,
+        anchor: Option<&LogAnchor>,
+        replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
+    ) -> Result<(Log, bool)> {
         if options.read_only {
-            return Ok(Log {
-                shared: Arc::new(recovery::open_read_only(storage, options, replay)?),
+            let (shared, anchored) = recovery::open_read_only(storage, options, anchor, replay)?;
+            let log = Log {
+                shared: Arc::new(shared),
                 flusher: Mutex::new(None),
                 preparer: Mutex::new(None),
-            });
+            };
+            return Ok((log, anchored));
         }
-        let shared = Arc::new(recovery::open(storage, options, replay)?);
+        let (shared, anchored) = recovery::open(storage, options, anchor, replay)?;
+        let shared = Arc::new(shared);
         let flusher = match options.durability {
             Durability::Sync => None,
             Durability::Buffered => {
@@ -57,11 +72,12 @@ impl Log {
             )
             .map_err(|error| Error::io("tenure-segments", "spawn thread", error))?
         };
-        Ok(Log {
+        let log = Log {
             shared,
             flusher: Mutex::new(flusher),
             preparer: Mutex::new(Some(preparer)),
-        })
+        };
+        Ok((log, anchored))
     }
 
     /// Reserves a version and space for a record of `payload_length` bytes; `space_use` says
@@ -443,6 +459,45 @@ impl Log {
         }
         let result = self.flush_for_close();
         result.and_then(|()| self.shared.sync_superblock())
+    }
+
+    /// The files the log is in.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.shared.storage
+    }
+
+    /// Where this log stands after a clean [`Log::close`], for a persisted index to record;
+    /// `None` when the close was not clean: a read-only or poisoned log, a record still
+    /// unfinished, or a superblock whose watermark is not the tail.
+    pub fn anchor_after_close(&self) -> Option<LogAnchor> {
+        let shared = &self.shared;
+        if !shared.closed.load(Ordering::Acquire)
+            || shared.read_only
+            || shared.poisoned.load(Ordering::Acquire)
+        {
+            return None;
+        }
+        let (next_version, tail) = unpack(shared.reservation.load(Ordering::Acquire));
+        let (completed_version, completed_end) = shared.completion.load();
+        if completed_version + 1 != next_version || completed_end != tail {
+            return None;
+        }
+        let superblock = shared.superblock.lock().current;
+        if superblock.durable_watermark != tail {
+            return None;
+        }
+        let start = superblock.first_slot * shared.slot_size;
+        let fingerprint = recovery::fingerprint(&shared.segments, shared.slot_size, start, tail)?;
+        Some(LogAnchor {
+            segment_size_bytes: superblock.segment_size_bytes,
+            generation: superblock.generation,
+            sequence: superblock.sequence,
+            first_slot: superblock.first_slot,
+            tail,
+            next_version,
+            version_index: shared.version_index.lock().clone(),
+            fingerprint,
+        })
     }
 
     fn flush_for_close(&self) -> Result<()> {

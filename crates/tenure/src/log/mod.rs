@@ -29,6 +29,6 @@ pub use self::core::{
     MINIMUM_SEGMENT_SIZE_BYTES,
 };
 pub(crate) use reader::{LogReader, RecordBytes};
-pub use recovery::RecoveredRecord;
+pub use recovery::{LogAnchor, RecoveredRecord};
 pub use ring::IoUringUse;
 pub use space::SpaceUse;

@@ -270,8 +270,9 @@ fn load_superblock(
 pub(super) fn open(
     storage: Arc<dyn Storage>,
     options: &LogOptions,
+    anchor: Option<&LogAnchor>,
     replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
-) -> Result<LogShared> {
+) -> Result<(LogShared, bool)> {
     validate_options(options)?;
     let directory = storage.path().to_path_buf();
     storage
@@ -314,7 +315,7 @@ pub(super) fn open(
         }
     }
 
-    let scan = scan(&table, slot_size, &superblock, &directory, replay)?;
+    let (scan, anchored) = scan_or_verify(anchor, &table, &superblock, &directory, replay)?;
     // The scan read the segments with read-ahead; from now on the last one takes appends.
     if let Some(last) = table.all().last() {
         prepare_for_appends(&last.mapping, options.durability);
@@ -389,13 +390,16 @@ pub(super) fn open(
         .sync_directory()
         .map_err(|error| Error::io(&directory, "fsync directory", error))?;
 
-    Ok(shared_state(
-        storage,
-        options,
-        (superblock_file, superblock_state),
-        (table, scan),
-        lock,
-        false,
+    Ok((
+        shared_state(
+            storage,
+            options,
+            (superblock_file, superblock_state),
+            (table, scan),
+            lock,
+            false,
+        ),
+        anchored,
     ))
 }
 
@@ -408,8 +412,9 @@ pub(super) fn open(
 pub(super) fn open_read_only(
     storage: Arc<dyn Storage>,
     options: &LogOptions,
+    anchor: Option<&LogAnchor>,
     replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
-) -> Result<LogShared> {
+) -> Result<(LogShared, bool)> {
     let directory = storage.path().to_path_buf();
     let names = storage
         .list()
@@ -484,8 +489,8 @@ pub(super) fn open_read_only(
             mapping,
         )));
     }
-    let scan = scan(&table, slot_size, &superblock, &directory, replay)?;
-    Ok(shared_state(
+    let (scan, anchored) = scan_or_verify(anchor, &table, &superblock, &directory, replay)?;
+    let shared = shared_state(
         storage,
         options,
         (
@@ -498,7 +503,8 @@ pub(super) fn open_read_only(
         (table, scan),
         Box::new(()),
         true,
-    ))
+    );
+    Ok((shared, anchored))
 }
 
 /// The log's shared state over what recovery found.
@@ -576,6 +582,105 @@ fn sync_ring(
         Ok(ring) => (Some(ring), IoUringUse::Used),
         Err(reason) => (None, IoUringUse::Refused(reason)),
     }
+}
+
+/// Where a clean close left the log: what a persisted index (`index/checkpoint.rs`) records,
+/// so that an open can take the tail from it instead of scanning. It stands for a scan only
+/// while the superblock is still the one that close synced: the same generation and sequence
+/// (an open of a writer bumps both, and every later superblock write the sequence) and a
+/// durable watermark at the anchored tail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogAnchor {
+    pub segment_size_bytes: u64,
+    pub generation: u64,
+    pub sequence: u64,
+    pub first_slot: u64,
+    /// The end of the last record, and the durable watermark.
+    pub tail: u64,
+    pub next_version: Version,
+    /// The log's every `VERSION_INDEX_STRIDE`-th version and its offset (the change feed's).
+    pub version_index: Vec<(Version, u64)>,
+    /// [`fingerprint`] of the log: ties the anchor to this store's records, not only to a
+    /// superblock history another store could share.
+    pub fingerprint: u32,
+}
+
+/// The log scanned, and whether `anchor` (a persisted index's) describes it: then the scan
+/// only verifies every record (checksum, version, generation: the same checks and the same
+/// `Corruption` as ever) and hands none to `replay`, and the caller loads the persisted index.
+/// When the anchor does not describe the store as the superblock and the files show it, or
+/// the verified log differs from it (a record past its tail, another version index), the log
+/// is scanned again with `replay`.
+fn scan_or_verify(
+    anchor: Option<&LogAnchor>,
+    table: &SegmentTable,
+    superblock: &Superblock,
+    directory: &std::path::Path,
+    replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
+) -> Result<(ScanResult, bool)> {
+    let slot_size = superblock.segment_size_bytes;
+    if let Some(anchor) = anchor.filter(|anchor| describes(anchor, superblock, table)) {
+        let verified = scan(table, slot_size, superblock, directory, &mut |_| Ok(()))?;
+        if verified.tail == anchor.tail
+            && verified.next_version == anchor.next_version
+            && verified.version_index == anchor.version_index
+        {
+            return Ok((verified, true));
+        }
+    }
+    Ok((
+        scan(table, slot_size, superblock, directory, replay)?,
+        false,
+    ))
+}
+
+/// Whether `anchor` names the superblock its close synced, and the log's fingerprint.
+fn describes(anchor: &LogAnchor, superblock: &Superblock, table: &SegmentTable) -> bool {
+    let slot_size = superblock.segment_size_bytes;
+    let Some(start) = anchor.first_slot.checked_mul(slot_size) else {
+        return false;
+    };
+    anchor.segment_size_bytes == slot_size
+        && anchor.generation == superblock.generation
+        && anchor.sequence == superblock.sequence
+        && anchor.first_slot == superblock.first_slot
+        && anchor.tail == superblock.durable_watermark
+        && anchor.tail >= start
+        && fingerprint(table, slot_size, start, anchor.tail) == Some(anchor.fingerprint)
+}
+
+/// Bytes of the log at each end that [`fingerprint`] covers.
+const FINGERPRINT_BYTES: u64 = 4096;
+
+/// A CRC32 of the log's first and last `FINGERPRINT_BYTES` (less when the log is shorter, or
+/// its last segment holds fewer): two stores' logs differ there unless they are copies.
+/// `None` when a segment is missing.
+pub(super) fn fingerprint(
+    table: &SegmentTable,
+    slot_size: u64,
+    start: u64,
+    tail: u64,
+) -> Option<u32> {
+    let guard = crossbeam_epoch::pin();
+    let mut crc = crc32fast::Hasher::new();
+    let mut add = |from: u64, to: u64| -> Option<()> {
+        let segment = table.get(from / slot_size, &guard)?;
+        let segment_start = segment.first_slot * slot_size;
+        let from = from.max(segment_start);
+        let to = to.min(segment_start + segment.length());
+        if from < to {
+            // SAFETY: records below the tail are never written again.
+            let bytes = unsafe { segment.bytes_from(from - segment_start) };
+            crc.update(&bytes[..(to - from) as usize]);
+        }
+        Some(())
+    };
+    if tail > start {
+        add(start, tail.min(start + FINGERPRINT_BYTES))?;
+        let last = tail - 1;
+        add(last.saturating_sub(FINGERPRINT_BYTES - 1).max(start), tail)?;
+    }
+    Some(crc.finalize())
 }
 
 struct ScanResult {

@@ -364,6 +364,24 @@ pub fn decode_feed_items<'a>(payload: &'a [u8], items: &mut Vec<FeedItem<'a>>) -
     Ok(true)
 }
 
+/// What [`super::encode_version_extras`] wrote, which must be all of `bytes`: the content
+/// type, the metadata and the coordination.
+pub fn decode_version_extras(bytes: &[u8]) -> Decoded<(Option<&str>, Metadata, Coordination)> {
+    let mut reader = Reader { bytes, at: 0 };
+    let content_type_length = reader.u16()?;
+    let content_type = if content_type_length == u16::MAX {
+        None
+    } else {
+        Some(reader.text(usize::from(content_type_length))?)
+    };
+    let metadata = reader.metadata()?;
+    let coordination = reader.coordination()?;
+    if reader.at != bytes.len() {
+        return Err("bytes left after a version's properties and coordination");
+    }
+    Ok((content_type, metadata, coordination))
+}
+
 pub fn decode(payload: &[u8]) -> Decoded<DecodedRecord<'_>> {
     let mut reader = Reader {
         bytes: payload,

@@ -157,6 +157,30 @@ pub fn encode_coordination(out: &mut impl Sink, coordination: Option<&Coordinati
     }
 }
 
+/// A version's properties and coordination, outside any record: how the persisted index
+/// (`index/checkpoint.rs`) keeps what a version node holds beyond its fixed fields. The same
+/// field encodings as an item write's (`decode_version_extras` reads them back).
+pub fn encode_version_extras(
+    out: &mut Vec<u8>,
+    content_type: Option<&str>,
+    metadata: &[(String, String)],
+    coordination: Option<&Coordination>,
+) {
+    match content_type {
+        Some(content_type) => {
+            assert!(
+                content_type.len() < usize::from(u16::MAX),
+                "content types are checked against the properties limit"
+            );
+            put_u16(out, content_type.len() as u16);
+            out.extend_from_slice(content_type.as_bytes());
+        }
+        None => put_u16(out, u16::MAX),
+    }
+    put_metadata(out, metadata);
+    encode_coordination(out, coordination);
+}
+
 /// Bytes `encode_item_coordination` will produce (so the record can be reserved first).
 pub fn item_coordination_size(key: &[u8], coordination: &Coordination) -> usize {
     1 + 8 + 4 + key.len() + 8 + 8 + coordination_size(Some(coordination))

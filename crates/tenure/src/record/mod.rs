@@ -8,6 +8,6 @@ mod format;
 #[cfg(test)]
 mod tests;
 
-pub use decode::{decode, decode_feed_items, DecodedItem, DecodedRecord};
+pub use decode::{decode, decode_feed_items, decode_version_extras, DecodedItem, DecodedRecord};
 pub use encode::*;
 pub use format::*;

@@ -1,0 +1,611 @@
+//! The persisted index: at a clean close the writer saves the index and the catalog to one
+//! file, and the next open loads them instead of replaying the log, when the log is still
+//! exactly as that close left it (docs/design.md §3 "The persisted index").
+//!
+//! Trust: the file names the log it describes by the superblock its close synced (generation,
+//! sequence, first slot, watermark = tail), and both its header and its body carry a CRC32. A
+//! file that is missing, short, damaged, of another format or of another state of the log is
+//! never used: the open replays the log as it does without one. A writer's open removes the
+//! file (the open moves the log on), so after a crash there is none to doubt.
+//!
+//! ```text
+//! header (148 bytes, little-endian)
+//!  0 magic "TENUREIX"   8 format u32 = 1   12 flags u32 (bit 0: an expiring item was written)
+//! 16 segment size u64   24 generation u64  32 sequence u64   40 first slot u64   48 tail u64
+//! 56 next version u64   64 version-index entries u64   72 containers u64   80 items u64
+//! 88 hash seeds 4 × u64   120 body bytes u64   128 load chunks u64   136 body crc32 u32
+//! 140 log fingerprint u32   144 header crc32 u32 (0..144)
+//! body
+//!  version index: (version u64, log offset u64) × entries
+//!  containers, oldest first: kind u8 (0 placeholder, 1 named), id u64, deleted version u64,
+//!      named: length u32 + a container-state payload (`record::encode_container_state`)
+//!  items, in the point index's order: index-key length u32, index key, then
+//!      kind 1 (plain head): value offset u64
+//!      kind 2 (node): version u64, ETag version u64, value offset u64 (0: none), value length
+//!      u32, last modified u64, expires at u64 (0: none), length u32 + properties and
+//!      coordination (`record::encode_version_extras`)
+//!  load chunks: the body offset of every `LOAD_CHUNK_ITEMS`-th item (u64 each), so that
+//!      several threads can load items at once
+//! ```
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::catalog::{Catalog, ContainerState, Incarnation};
+use super::head;
+use super::item_index::RestoredHead;
+use super::{node_of, Index, NewVersion, Properties, COMMITTED};
+use crate::clock::Timestamp;
+use crate::log::LogAnchor;
+use crate::record::{self, DecodedRecord};
+use crate::storage::{Storage, StorageFile};
+
+/// The file's name in the store's directory.
+pub const CHECKPOINT_FILE: &str = "index.checkpoint";
+
+const MAGIC: &[u8; 8] = b"TENUREIX";
+const FORMAT: u32 = 1;
+const HEADER_BYTES: usize = 148;
+const FLAG_EXPIRING_ITEMS: u32 = 1;
+const KIND_PLAIN: u8 = 1;
+const KIND_NODE: u8 = 2;
+const CONTAINER_PLACEHOLDER: u8 = 0;
+const CONTAINER_NAMED: u8 = 1;
+/// The body is written in pieces of about this size, so saving a large index does not hold
+/// a second copy of it in memory.
+const WRITE_CHUNK_BYTES: usize = 1 << 20;
+/// The smallest an item can take in the body (length, an 8-byte container id, kind, offset):
+/// bounds the item count a header may claim before anything is allocated for it.
+const MINIMUM_ITEM_BYTES: u64 = 4 + 8 + 1 + 8;
+/// The largest file an open reads (a sanity bound: 64 GiB).
+const MAXIMUM_FILE_BYTES: u64 = 64 << 30;
+/// Items in one load chunk: the unit a loading thread takes.
+const LOAD_CHUNK_ITEMS: u64 = 1 << 16;
+/// The most threads that load at once.
+const MAXIMUM_LOAD_THREADS: usize = 8;
+
+/// A persisted index read from disk, its checksums verified; not yet loaded.
+pub struct Checkpoint {
+    pub anchor: LogAnchor,
+    seeds: [u64; 4],
+    expiring_items: bool,
+    containers: u64,
+    items: u64,
+    load_chunks: u64,
+    /// The body: the version index, then containers and items from `entries_start`, then the
+    /// load chunks' offsets. Its checksum is verified by `load`, on the loading thread; what
+    /// `anchor` took from it (the version index) the log's verifying scan checks.
+    body: Vec<u8>,
+    body_crc: u32,
+    entries_start: usize,
+}
+
+impl Checkpoint {
+    /// How many items it holds (to size the index it is loaded into).
+    pub fn items(&self) -> usize {
+        usize::try_from(self.items).unwrap_or(usize::MAX)
+    }
+
+    /// The seeds of the hash of the index it was taken from.
+    pub fn seeds(&self) -> [u64; 4] {
+        self.seeds
+    }
+
+    /// Fills `index` (made by `Index::with_seeds`, empty) and `catalog` (empty), the items
+    /// on several threads. Leases are clamped against `now` as the replay clamps them. On an
+    /// error both are half-filled and must be dropped.
+    pub fn load(
+        &self,
+        index: &Index,
+        catalog: &Catalog,
+        now: Timestamp,
+    ) -> Result<(), &'static str> {
+        if crc32fast::hash(&self.body) != self.body_crc {
+            return Err("the persisted index's checksum does not match");
+        }
+        let mut reader = Reader {
+            bytes: &self.body,
+            at: self.entries_start,
+        };
+        for _ in 0..self.containers {
+            catalog.restore(read_container(&mut reader, now)?)?;
+        }
+        let chunks = self.chunk_ranges(reader.at)?;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |count| count.get())
+            .clamp(1, MAXIMUM_LOAD_THREADS)
+            .min(chunks.len().max(1));
+        let load_share = |first: usize| -> Result<(), &'static str> {
+            for chunk in (first..chunks.len()).step_by(threads) {
+                let (range, items) = chunks[chunk].clone();
+                load_items(&self.body[range], items, index, now)?;
+            }
+            Ok(())
+        };
+        if threads == 1 {
+            load_share(0)?;
+        } else {
+            std::thread::scope(|scope| {
+                let shares: Vec<_> = (1..threads)
+                    .map(|first| scope.spawn(move || load_share(first)))
+                    .collect();
+                let mine = load_share(0);
+                shares
+                    .into_iter()
+                    .map(|share| {
+                        share
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
+                    .fold(mine, Result::and)
+            })?;
+        }
+        if self.expiring_items {
+            // Plain heads do not say their expiry without a read of the log: keep the flag.
+            index.note_expiry(Some(0));
+        }
+        Ok(())
+    }
+
+    /// Each load chunk's bytes and item count, from the offsets at the body's end; the items
+    /// start at `items_start`. Every offset is checked: in order, inside the items.
+    fn chunk_ranges(
+        &self,
+        items_start: usize,
+    ) -> Result<Vec<(std::ops::Range<usize>, u64)>, &'static str> {
+        let expected_chunks = self.items.div_ceil(LOAD_CHUNK_ITEMS);
+        if self.load_chunks != expected_chunks {
+            return Err("a load-chunk count that does not fit the items");
+        }
+        let table_bytes = usize::try_from(self.load_chunks * 8).map_err(|_| "too many chunks")?;
+        let items_end = self
+            .body
+            .len()
+            .checked_sub(table_bytes)
+            .filter(|end| *end >= items_start)
+            .ok_or("the load chunks overlap the items")?;
+        let starts: Vec<usize> = self.body[items_end..]
+            .chunks_exact(8)
+            .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")) as usize)
+            .collect();
+        if starts.first().is_some_and(|first| *first != items_start)
+            || (starts.is_empty() && items_end != items_start)
+        {
+            return Err("the first load chunk is not where the items start");
+        }
+        let mut ranges = Vec::with_capacity(starts.len());
+        for (chunk, start) in starts.iter().enumerate() {
+            let end = starts.get(chunk + 1).copied().unwrap_or(items_end);
+            if end <= *start || end > items_end {
+                return Err("load chunks out of order");
+            }
+            let items = LOAD_CHUNK_ITEMS.min(self.items - chunk as u64 * LOAD_CHUNK_ITEMS);
+            ranges.push((*start..end, items));
+        }
+        Ok(ranges)
+    }
+}
+
+/// Restores the `count` items that are all of `bytes`.
+fn load_items(bytes: &[u8], count: u64, index: &Index, now: Timestamp) -> Result<(), &'static str> {
+    let mut reader = Reader { bytes, at: 0 };
+    let mut guard = crossbeam_epoch::pin();
+    for item in 0..count {
+        let key_length = reader.u32()? as usize;
+        let index_key = reader.take(key_length)?;
+        let head = match reader.u8()? {
+            KIND_PLAIN => RestoredHead::Plain(reader.u64()?),
+            KIND_NODE => RestoredHead::Node(read_node(&mut reader, now)?),
+            _ => return Err("an item of unknown kind"),
+        };
+        index.restore_slot(index_key, head, &guard)?;
+        // Let the epoch advance now and then in a long load.
+        if item % 4096 == 4095 {
+            guard.repin();
+        }
+    }
+    if reader.at != bytes.len() {
+        return Err("bytes left after a load chunk's items");
+    }
+    Ok(())
+}
+
+/// The persisted index in `storage`, when there is one whose header's checksum holds (`load`
+/// checks the body's); `None` when the file is missing, unreadable, short, damaged or of an
+/// unknown format (the open replays).
+pub fn read(storage: &dyn Storage) -> Option<Checkpoint> {
+    let file = storage.open_read_only(CHECKPOINT_FILE).ok()?;
+    let length = file.length().ok()?;
+    if length < HEADER_BYTES as u64 || length > MAXIMUM_FILE_BYTES {
+        return None;
+    }
+    let mut header = [0u8; HEADER_BYTES];
+    file.read_at(&mut header, 0).ok()?;
+    let mut fields = Reader {
+        bytes: &header,
+        at: 0,
+    };
+    if fields.take(8).ok()? != MAGIC
+        || fields.u32().ok()? != FORMAT
+        || crc32fast::hash(&header[..144]) != u32::from_le_bytes(header[144..148].try_into().ok()?)
+    {
+        return None;
+    }
+    let flags = fields.u32().ok()?;
+    let mut anchor = LogAnchor {
+        segment_size_bytes: fields.u64().ok()?,
+        generation: fields.u64().ok()?,
+        sequence: fields.u64().ok()?,
+        first_slot: fields.u64().ok()?,
+        tail: fields.u64().ok()?,
+        next_version: fields.u64().ok()?,
+        version_index: Vec::new(),
+        fingerprint: 0,
+    };
+    let version_index_entries = fields.u64().ok()?;
+    let containers = fields.u64().ok()?;
+    let items = fields.u64().ok()?;
+    let seeds = [
+        fields.u64().ok()?,
+        fields.u64().ok()?,
+        fields.u64().ok()?,
+        fields.u64().ok()?,
+    ];
+    let body_bytes = fields.u64().ok()?;
+    let load_chunks = fields.u64().ok()?;
+    let body_crc = fields.u32().ok()?;
+    anchor.fingerprint = fields.u32().ok()?;
+    if body_bytes != length - HEADER_BYTES as u64
+        || version_index_entries.checked_mul(16)? > body_bytes
+        || items.checked_mul(MINIMUM_ITEM_BYTES)? > body_bytes
+        || containers.checked_mul(17)? > body_bytes
+        || load_chunks.checked_mul(8)? > body_bytes
+    {
+        return None;
+    }
+    let mut body = vec![0u8; usize::try_from(body_bytes).ok()?];
+    file.read_at(&mut body, HEADER_BYTES as u64).ok()?;
+    let index_bytes = (version_index_entries * 16) as usize;
+    anchor.version_index = body[..index_bytes]
+        .chunks_exact(16)
+        .map(|entry| {
+            let word = |at: usize| u64::from_le_bytes(entry[at..at + 8].try_into().expect("8"));
+            (word(0), word(8))
+        })
+        .collect();
+    Some(Checkpoint {
+        anchor,
+        seeds,
+        expiring_items: flags & FLAG_EXPIRING_ITEMS != 0,
+        containers,
+        items,
+        load_chunks,
+        body,
+        body_crc,
+        entries_start: index_bytes,
+    })
+}
+
+/// Removes the persisted index, if any (a writer's open: the log moves on from here).
+pub fn remove(storage: &dyn Storage) -> io::Result<()> {
+    match storage.remove(CHECKPOINT_FILE) {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        result => result,
+    }
+}
+
+/// Saves `index` and `catalog` as of `anchor` (a clean close's). Returns `Ok(false)`, writing
+/// nothing, when the index holds a version still pending (a batch cut short by the close).
+/// The file is written whole and synced before it can be taken for valid: a crash at any step
+/// leaves no file, a short one or one whose checksum fails, which an open ignores.
+pub fn write(
+    storage: &dyn Storage,
+    anchor: &LogAnchor,
+    index: &Index,
+    catalog: &Catalog,
+) -> io::Result<bool> {
+    let guard = crossbeam_epoch::pin();
+    remove(storage)?;
+    let file = storage.open(CHECKPOINT_FILE, true)?;
+    file.allocate(0, HEADER_BYTES as u64)?;
+    let mut body = BodyWriter {
+        file: file.as_ref(),
+        offset: HEADER_BYTES as u64,
+        crc: crc32fast::Hasher::new(),
+        buffer: Vec::with_capacity(WRITE_CHUNK_BYTES + 4096),
+    };
+    for (version, offset) in &anchor.version_index {
+        put_u64(&mut body.buffer, *version);
+        put_u64(&mut body.buffer, *offset);
+        body.spill()?;
+    }
+    let incarnations = catalog.incarnations();
+    for incarnation in &incarnations {
+        write_container(&mut body.buffer, incarnation);
+        body.spill()?;
+    }
+    let mut items = 0u64;
+    let mut chunk_starts = Vec::new();
+    for slot in index.slots(&guard) {
+        let head = slot.head().load(Ordering::Acquire, &guard);
+        if head.is_null() {
+            // A key whose only version a batch took back: the replay makes no slot for it.
+            continue;
+        }
+        if items % LOAD_CHUNK_ITEMS == 0 {
+            chunk_starts.push(body.position());
+        }
+        let index_key = slot.index_key();
+        put_u32(&mut body.buffer, index_key.len() as u32);
+        body.buffer.extend_from_slice(index_key);
+        if let Some(value_offset) = head::offset_of(head) {
+            body.buffer.push(KIND_PLAIN);
+            put_u64(&mut body.buffer, value_offset);
+        } else {
+            match node_of(head) {
+                Some(node) if node.status.load(Ordering::Acquire) == COMMITTED => {
+                    write_node(&mut body.buffer, node)
+                }
+                // A pending plain head, or a node not committed.
+                _ => return Ok(false),
+            }
+        }
+        items += 1;
+        body.spill()?;
+    }
+    for start in &chunk_starts {
+        put_u64(&mut body.buffer, *start);
+        body.spill()?;
+    }
+    let (body_bytes, body_crc) = body.finish()?;
+    let mut header = Vec::with_capacity(HEADER_BYTES);
+    header.extend_from_slice(MAGIC);
+    put_u32(&mut header, FORMAT);
+    let flags = if index.may_hold_expiring_items() {
+        FLAG_EXPIRING_ITEMS
+    } else {
+        0
+    };
+    put_u32(&mut header, flags);
+    for word in [
+        anchor.segment_size_bytes,
+        anchor.generation,
+        anchor.sequence,
+        anchor.first_slot,
+        anchor.tail,
+        anchor.next_version,
+        anchor.version_index.len() as u64,
+        incarnations.len() as u64,
+        items,
+    ] {
+        put_u64(&mut header, word);
+    }
+    for seed in index.seeds() {
+        put_u64(&mut header, seed);
+    }
+    put_u64(&mut header, body_bytes);
+    put_u64(&mut header, chunk_starts.len() as u64);
+    put_u32(&mut header, body_crc);
+    put_u32(&mut header, anchor.fingerprint);
+    let header_crc = crc32fast::hash(&header);
+    put_u32(&mut header, header_crc);
+    assert_eq!(header.len(), HEADER_BYTES);
+    file.write_at(&header, 0)?;
+    file.sync_data()?;
+    storage.sync_directory()?;
+    Ok(true)
+}
+
+/// The body, written to the file in pieces as it is encoded, with its running checksum.
+struct BodyWriter<'a> {
+    file: &'a dyn StorageFile,
+    offset: u64,
+    crc: crc32fast::Hasher,
+    buffer: Vec<u8>,
+}
+
+impl BodyWriter<'_> {
+    /// Where in the body the next byte goes.
+    fn position(&self) -> u64 {
+        self.offset - HEADER_BYTES as u64 + self.buffer.len() as u64
+    }
+
+    /// Writes the buffer out once it holds a piece's worth.
+    fn spill(&mut self) -> io::Result<()> {
+        if self.buffer.len() >= WRITE_CHUNK_BYTES {
+            self.write_buffer()?;
+        }
+        Ok(())
+    }
+
+    fn write_buffer(&mut self) -> io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let length = self.buffer.len() as u64;
+        self.file.allocate(self.offset, length)?;
+        self.file.write_at(&self.buffer, self.offset)?;
+        self.crc.update(&self.buffer);
+        self.offset += length;
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// The body's length and checksum, everything written.
+    fn finish(mut self) -> io::Result<(u64, u32)> {
+        self.write_buffer()?;
+        Ok((self.offset - HEADER_BYTES as u64, self.crc.finalize()))
+    }
+}
+
+fn write_container(out: &mut Vec<u8>, incarnation: &Incarnation) {
+    let placeholder = Catalog::is_placeholder(incarnation);
+    out.push(if placeholder {
+        CONTAINER_PLACEHOLDER
+    } else {
+        CONTAINER_NAMED
+    });
+    put_u64(out, incarnation.id);
+    put_u64(out, incarnation.deleted_version.load(Ordering::Acquire));
+    if placeholder {
+        return;
+    }
+    let state = incarnation.state.lock();
+    let payload = record::encode_container_state(
+        incarnation.id,
+        &incarnation.name,
+        incarnation.default_ttl_seconds,
+        state.etag_version,
+        state.last_modified,
+        &state.metadata,
+        state.lease.as_ref(),
+    );
+    put_u32(out, payload.len() as u32);
+    out.extend_from_slice(&payload);
+}
+
+fn read_container(
+    reader: &mut Reader<'_>,
+    now: Timestamp,
+) -> Result<Arc<Incarnation>, &'static str> {
+    let kind = reader.u8()?;
+    let id = reader.u64()?;
+    let deleted_version = reader.u64()?;
+    let incarnation = match kind {
+        CONTAINER_PLACEHOLDER => Incarnation {
+            id,
+            name: String::new(),
+            default_ttl_seconds: None,
+            deleted_version: AtomicU64::new(deleted_version),
+            state: Mutex::new(ContainerState {
+                lease: None,
+                metadata: Vec::new(),
+                etag_version: 0,
+                last_modified: 0,
+            }),
+        },
+        CONTAINER_NAMED => {
+            let length = reader.u32()? as usize;
+            let DecodedRecord::ContainerState {
+                id: state_id,
+                name,
+                default_ttl_seconds,
+                etag_version,
+                last_modified,
+                metadata,
+                lease,
+            } = record::decode(reader.take(length)?)?
+            else {
+                return Err("a container entry that is not a container's state");
+            };
+            if state_id != id {
+                return Err("a container entry with two ids");
+            }
+            Incarnation {
+                id,
+                name: name.to_owned(),
+                default_ttl_seconds,
+                deleted_version: AtomicU64::new(deleted_version),
+                state: Mutex::new(ContainerState {
+                    lease: lease.map(|lease| lease.clamped_after_reopen(now)),
+                    metadata,
+                    etag_version,
+                    last_modified,
+                }),
+            }
+        }
+        _ => return Err("a container entry of unknown kind"),
+    };
+    Ok(Arc::new(incarnation))
+}
+
+fn write_node(out: &mut Vec<u8>, node: &super::VersionNode) {
+    out.push(KIND_NODE);
+    put_u64(out, node.version);
+    put_u64(out, node.etag_version());
+    let value = node.value();
+    put_u64(out, value.map_or(0, |location| location.offset()));
+    put_u32(out, value.map_or(0, |location| location.length));
+    put_u64(out, node.last_modified);
+    put_u64(out, node.expires_at().unwrap_or(0));
+    let mut extras = Vec::new();
+    let properties = node.properties();
+    record::encode_version_extras(
+        &mut extras,
+        properties.and_then(|properties| properties.content_type.as_deref()),
+        properties.map_or(&[][..], |properties| &properties.metadata),
+        node.coordination(),
+    );
+    put_u32(out, extras.len() as u32);
+    out.extend_from_slice(&extras);
+}
+
+fn read_node(reader: &mut Reader<'_>, now: Timestamp) -> Result<NewVersion, &'static str> {
+    let version = reader.u64()?;
+    let etag_version = reader.u64()?;
+    let value_offset = reader.u64()?;
+    let value_length = reader.u32()?;
+    let last_modified = reader.u64()?;
+    let expires_at = Some(reader.u64()?).filter(|at| *at != 0);
+    let extras_length = reader.u32()? as usize;
+    let (content_type, metadata, coordination) =
+        record::decode_version_extras(reader.take(extras_length)?)?;
+    if version == 0 || (value_offset == 0 && value_length != 0) {
+        return Err("an impossible version");
+    }
+    Ok(NewVersion {
+        version,
+        etag_version,
+        status: COMMITTED,
+        value: (value_offset != 0).then(|| super::ValueLocation::new(value_offset, value_length)),
+        last_modified,
+        expires_at,
+        properties: Properties::boxed(content_type, metadata),
+        coordination: super::coordination_box(coordination.clamped_after_reopen(now)),
+    })
+}
+
+fn put_u32(out: &mut Vec<u8>, value: u32) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, value: u64) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+/// Reads the file's fields; every length is checked before it is trusted.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, count: usize) -> Result<&'a [u8], &'static str> {
+        let end = self.at.checked_add(count).ok_or("a length overflows")?;
+        let bytes = self
+            .bytes
+            .get(self.at..end)
+            .ok_or("a length runs past the end of the persisted index")?;
+        self.at = end;
+        Ok(bytes)
+    }
+
+    fn u8(&mut self) -> Result<u8, &'static str> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, &'static str> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    fn u64(&mut self) -> Result<u64, &'static str> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+}
