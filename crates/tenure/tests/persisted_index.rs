@@ -366,10 +366,10 @@ fn another_stores_persisted_index_is_not_used() {
     assert_eq!(dump(&store), expected);
 }
 
-/// Each step of a close that writes the persisted index fails in turn (each write, each sync),
-/// then the power is cut, dropping, keeping (what a kill -9 leaves: the page cache) or tearing
-/// what was not synced. The next open is always correct, and loads the index only when it was
-/// written whole.
+/// Each step of a close that writes the persisted index fails in turn (each write, allocation
+/// and sync), then the power is cut, dropping, keeping (what a kill -9 leaves: the page cache)
+/// or tearing what was not synced. The next open is always correct; the file, never synced,
+/// does not survive a cut that drops what was not synced.
 #[test]
 fn a_crash_at_every_step_of_saving_the_index_leaves_a_store_that_opens_correctly() {
     let build = || {
@@ -384,7 +384,7 @@ fn a_crash_at_every_step_of_saving_the_index_leaves_a_store_that_opens_correctly
     store.close().unwrap();
     let (syncs, allocations, writes) = disk.call_counts();
     assert!(
-        writes >= 2 && syncs >= 2 && allocations >= 1,
+        writes >= 2 && syncs >= 1 && allocations >= 1,
         "the close writes, allocates and syncs"
     );
     let plans: Vec<(Step, u64)> = (1..=writes)
@@ -422,11 +422,13 @@ fn a_crash_at_every_step_of_saving_the_index_leaves_a_store_that_opens_correctly
             let step = format!("{step:?} {number} fails, then {policy:?}");
             let store = Store::open_with_storage(Arc::new(crashed), options(&clock, false))
                 .unwrap_or_else(|error| panic!("{step}: {error}"));
-            loaded += usize::from(from_persisted_index(&store));
+            let from_file = from_persisted_index(&store);
+            assert!(!(from_file && policy == CrashPolicy::DropAll), "{step}");
+            loaded += usize::from(from_file);
             assert_eq!(dump(&store), expected, "{step}");
         }
     }
-    // Only a failure after the index was synced (its directory's sync) can leave it whole.
+    // The file is never synced: a power cut that drops what was not synced never leaves it.
     assert!(loaded < 3 * total, "not every plan can have saved it");
 }
 

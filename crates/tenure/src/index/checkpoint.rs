@@ -299,8 +299,10 @@ pub fn remove(storage: &dyn Storage) -> io::Result<()> {
 
 /// Saves `index` and `catalog` as of `anchor` (a clean close's). Returns `Ok(false)`, writing
 /// nothing, when the index holds a version still pending (a batch cut short by the close).
-/// The file is written whole and synced before it can be taken for valid: a crash at any step
-/// leaves no file, a short one or one whose checksum fails, which an open ignores.
+/// Nothing is synced: the file only saves work, and whatever part of it a power cut keeps
+/// (none, a prefix, the header without the body) fails a checksum or names a superblock that
+/// is gone, so the open replays. A file the removal at a writer's open did not make durable
+/// comes back naming the superblock that open replaced.
 pub fn write(
     storage: &dyn Storage,
     anchor: &LogAnchor,
@@ -394,8 +396,6 @@ pub fn write(
     put_u32(&mut header, header_crc);
     assert_eq!(header.len(), HEADER_BYTES);
     file.write_at(&header, 0)?;
-    file.sync_data()?;
-    storage.sync_directory()?;
     Ok(true)
 }
 
