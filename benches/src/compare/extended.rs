@@ -32,8 +32,15 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 type Result<T> = std::result::Result<T, Error>;
 
 /// The new workloads, in run order.
-pub const WORKLOADS: [&str; 7] = [
-    "get", "shape16", "blob", "commit", "cas", "snapshot", "open",
+pub const WORKLOADS: [&str; 8] = [
+    "get",
+    "shape16",
+    "blob",
+    "commit",
+    "cas",
+    "snapshot",
+    "open",
+    "open_after_kill",
 ];
 
 /// Zipf exponent of the skewed gets.
@@ -75,6 +82,9 @@ pub fn run(
         "snapshot" => snapshot_scans(engine, keys, measure, seed, directory),
         "open" => reopen(engine, keys, directory, "open"),
         "open_large" => reopen(engine, keys, directory, "open_large"),
+        "open_after_kill" => reopen_after_kill(engine, keys, round, directory),
+        // Not a workload of its own: the process `open_after_kill` kills.
+        LOAD_AND_WAIT => load_and_wait(engine, keys, directory),
         _ => return None,
     })
 }
@@ -594,11 +604,69 @@ const REOPEN_ATTEMPTS: u32 = 50;
 
 /// Loads `keys` items, closes, and times an open and one read; the metrics are named after
 /// `workload` (`{workload}_ns`, `{workload}_disk_bytes`).
+/// The process that `open_after_kill` starts runs this: loads the keys (synced, as `load`
+/// ends), says so on stdout, and waits to be killed without closing its engine.
+const LOAD_AND_WAIT: &str = "load_and_wait";
+/// How long a loaded process waits for its SIGKILL before it gives up.
+const LOAD_AND_WAIT_LIMIT: Duration = Duration::from_secs(600);
+
+fn load_and_wait(name: &str, keys: u64, directory: &Path) -> Result<Metrics> {
+    let engine = engines::open(name, directory)?;
+    load(&*engine, keys, KEY_BYTES, VALUE_BYTES)?;
+    use std::io::Write as _;
+    println!("loaded");
+    std::io::stdout().flush()?;
+    std::thread::sleep(LOAD_AND_WAIT_LIMIT);
+    drop(engine);
+    Err("nobody killed the loaded process".into())
+}
+
+/// `open_after_kill`: a process of its own loads the keys and is killed with SIGKILL once they
+/// are synced, its engine never closed; then the open and the read of one key are timed, as
+/// in `open`. Recovery after a crash, where `open` measures it after a clean close.
+fn reopen_after_kill(name: &str, keys: u64, round: u64, directory: &Path) -> Result<Metrics> {
+    use std::io::BufRead as _;
+    let mut loader = std::process::Command::new(std::env::current_exe()?)
+        .arg("--child")
+        .args(["--engine", name, "--workload", LOAD_AND_WAIT])
+        .args(["--keys", &keys.to_string(), "--round", &round.to_string()])
+        .arg("--dir")
+        .arg(directory)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let stdout = loader.stdout.take().ok_or("no stdout from the loader")?;
+    let loaded = std::io::BufReader::new(stdout)
+        .lines()
+        .any(|line| line.is_ok_and(|line| line == "loaded"));
+    loader.kill()?;
+    loader.wait()?;
+    if !loaded {
+        return Err("the loader ended before it loaded the keys".into());
+    }
+    let (disk, _) = super::disk_usage(directory);
+    let probe = key(keys / 2);
+    let start = Instant::now();
+    let engine = engines::open(name, directory)?;
+    let found = engine.reader()?.lookup(&probe, false)?;
+    let elapsed = start.elapsed();
+    if found.is_none() {
+        return Err("a key synced before the kill is missing after the reopen".into());
+    }
+    let mut metrics = Metrics::new();
+    metrics.insert("open_after_kill_ns".into(), elapsed.as_nanos() as f64);
+    metrics.insert("open_after_kill_disk_bytes".into(), disk as f64);
+    Ok(metrics)
+}
+
 fn reopen(name: &str, keys: u64, directory: &Path, workload: &str) -> Result<Metrics> {
-    {
+    let close_started = {
         let engine = engines::open(name, directory)?;
         load(&*engine, keys, KEY_BYTES, VALUE_BYTES)?;
-    }
+        Instant::now()
+    };
+    // The engine was dropped (closed) at the end of the block: tenure saves its index there.
+    let close = close_started.elapsed();
     let (disk, _) = super::disk_usage(directory);
     let probe = key(keys / 2);
     // sled's flusher thread can hold its file lock for a moment after the handle is dropped,
@@ -622,6 +690,7 @@ fn reopen(name: &str, keys: u64, directory: &Path, workload: &str) -> Result<Met
     }
     let mut metrics = Metrics::new();
     metrics.insert(format!("{workload}_ns"), elapsed.as_nanos() as f64);
+    metrics.insert(format!("{workload}_close_ns"), close.as_nanos() as f64);
     metrics.insert(format!("{workload}_disk_bytes"), disk as f64);
     Ok(metrics)
 }

@@ -379,6 +379,25 @@ fn extended_tables() -> Vec<Table> {
              page cache; workload `open`",
         ),
         extended_table(
+            "Close after the load",
+            "open",
+            "open_close_ns",
+            Unit::Nanos,
+            Lower,
+            "time to close (drop) the store just loaded in workload `open`, before its reopen; \
+             tenure writes its persisted index there",
+        ),
+        extended_table(
+            "Open (recovery) after a kill -9",
+            "open_after_kill",
+            "open_after_kill_ns",
+            Unit::Nanos,
+            Lower,
+            "the same keys loaded and synced by a process of their own, which is then killed \
+             with SIGKILL without closing: time to open and read one key (tenure replays its \
+             whole log: there is no persisted index after a crash); workload `open_after_kill`",
+        ),
+        extended_table(
             "Open (recovery) of a large closed store",
             "open_large",
             "open_large_ns",

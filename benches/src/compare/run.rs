@@ -12,7 +12,7 @@ use super::workloads::ChildConfig;
 use super::Metrics;
 
 /// The workloads, in run order (those of [`super::extended`] after `kv`).
-pub const WORKLOADS: [&str; 12] = [
+pub const WORKLOADS: [&str; 13] = [
     "kv",
     "get",
     "shape16",
@@ -21,6 +21,7 @@ pub const WORKLOADS: [&str; 12] = [
     "cas",
     "snapshot",
     "open",
+    "open_after_kill",
     "open_large",
     "churn",
     "lease",
@@ -98,9 +99,8 @@ impl Options {
 /// The engines that take part in a workload.
 fn participants(workload: &str, options: &Options) -> Vec<String> {
     let candidates: Vec<&str> = match workload {
-        "kv" | "churn" | "get" | "shape16" | "blob" | "commit" | "cas" | "open" | "open_large" => {
-            EMBEDDED.to_vec()
-        }
+        "kv" | "churn" | "get" | "shape16" | "blob" | "commit" | "cas" | "open"
+        | "open_after_kill" | "open_large" => EMBEDDED.to_vec(),
         // sled has no snapshots (its range reads are not isolated from writers).
         "snapshot" => EMBEDDED
             .iter()
