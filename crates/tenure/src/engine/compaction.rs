@@ -348,16 +348,7 @@ impl Engine {
             }) else {
                 continue;
             };
-            let state = incarnation.state.lock().clone();
-            let payload = record::encode_container_state(
-                incarnation.id,
-                &incarnation.name,
-                incarnation.default_ttl_seconds,
-                state.etag_version,
-                state.last_modified,
-                &state.metadata,
-                state.lease.as_ref(),
-            );
+            let payload = incarnation.encode_state();
             let mut reservation = self.log.reserve(payload.len(), SpaceUse::Compacting)?;
             reservation.write_payload(&payload)?;
             reservation.commit_nowait();

@@ -36,6 +36,21 @@ pub struct Incarnation {
 }
 
 impl Incarnation {
+    /// Its name, settings and state as one container-state payload (what compaction copies
+    /// forward, and the persisted index keeps).
+    pub fn encode_state(&self) -> Vec<u8> {
+        let state = self.state.lock();
+        crate::record::encode_container_state(
+            self.id,
+            &self.name,
+            self.default_ttl_seconds,
+            state.etag_version,
+            state.last_modified,
+            &state.metadata,
+            state.lease.as_ref(),
+        )
+    }
+
     pub fn visible_at(&self, version: Version) -> bool {
         self.id <= version && self.deleted_version.load(Ordering::Acquire) > version
     }

@@ -453,16 +453,7 @@ fn write_container(out: &mut Vec<u8>, incarnation: &Incarnation) {
     if placeholder {
         return;
     }
-    let state = incarnation.state.lock();
-    let payload = record::encode_container_state(
-        incarnation.id,
-        &incarnation.name,
-        incarnation.default_ttl_seconds,
-        state.etag_version,
-        state.last_modified,
-        &state.metadata,
-        state.lease.as_ref(),
-    );
+    let payload = incarnation.encode_state();
     put_u32(out, payload.len() as u32);
     out.extend_from_slice(&payload);
 }
