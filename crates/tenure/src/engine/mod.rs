@@ -129,7 +129,7 @@ fn replay_log(
 ) -> Result<(Log, Index, Catalog, bool)> {
     const READ_ONLY_OPEN_ATTEMPTS: usize = 8;
     let mut attempts = 0;
-    let mut persisted = checkpoint::read(storage.as_ref());
+    let mut persisted = checkpoint::read(storage.as_ref()).map(Arc::new);
     loop {
         attempts += 1;
         let index = Index::new();
@@ -147,24 +147,22 @@ fn replay_log(
         };
         let anchor = persisted.as_ref().map(|persisted| &persisted.anchor);
         // The persisted index loads on a thread of its own while the log is verified: an open
-        // from it takes the longer of the two, not their sum.
-        let (opened, loaded) = std::thread::scope(|scope| {
-            let loading = persisted.as_ref().map(|persisted| {
-                scope.spawn(move || {
-                    let index = Index::with_seeds(persisted.seeds(), persisted.items());
-                    let catalog = Catalog::default();
-                    persisted
-                        .load(&index, &catalog, now)
-                        .map(|()| (index, catalog))
-                })
-            });
-            let opened = Log::open_at(Arc::clone(storage), log_options, anchor, &mut replay);
-            let loaded = loading.map(|loading| {
-                loading
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            });
-            (opened, loaded)
+        // from it takes the longer of the two, not their sum. (A spawned thread, not a scope: a
+        // scope makes the calling thread a `Thread` handle that a C program's main thread
+        // never frees.)
+        let loading = persisted.as_ref().map(|persisted| {
+            let persisted = Arc::clone(persisted);
+            std::thread::Builder::new()
+                .name("tenure-index-load".into())
+                .spawn(move || load_persisted(&persisted, now))
+        });
+        let opened = Log::open_at(Arc::clone(storage), log_options, anchor, &mut replay);
+        let loaded = loading.map(|loading| match loading {
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to be had: load here, after the log.
+            Err(_) => load_persisted(persisted.as_ref().expect("loading it"), now),
         });
         match opened {
             Ok((log, true)) => match loaded {
@@ -191,6 +189,17 @@ fn replay_log(
             Err(error) => return Err(error),
         }
     }
+}
+
+/// A new index and catalog, filled from `persisted`.
+fn load_persisted(
+    persisted: &checkpoint::Checkpoint,
+    now: crate::clock::Timestamp,
+) -> std::result::Result<(Index, Catalog), &'static str> {
+    let index = Index::with_seeds(persisted.seeds(), persisted.items());
+    let catalog = Catalog::default();
+    persisted.load(&index, &catalog, now)?;
+    Ok((index, catalog))
 }
 
 /// A writer's open moves the log on from where any persisted index stands (a new
