@@ -88,7 +88,14 @@ impl<T: ZeroIsValid> ZeroedArray<T> {
             // SAFETY: a non-zero size (asserted).
             Placement::Heap => unsafe { std::alloc::alloc_zeroed(layout) },
             Placement::Pooled { class } => POOL.lock().allocate(class),
-            Placement::Mapped => map_aligned(layout.size().next_multiple_of(CHUNK_BYTES), true),
+            Placement::Mapped => {
+                let bytes = layout.size().next_multiple_of(CHUNK_BYTES);
+                let pointer = map_aligned(bytes, true);
+                if !pointer.is_null() {
+                    populate_for_writing(pointer, bytes);
+                }
+                pointer
+            }
         };
         let Some(pointer) = NonNull::new(pointer.cast::<T>()) else {
             std::alloc::handle_alloc_error(layout);
@@ -167,6 +174,28 @@ fn advise(start: usize, bytes: usize, advice: libc::c_int) {
     let _ = (start, bytes, advice);
 }
 
+/// Maps the pages of `start..start + bytes` (never touched, zero-filled) writable now.
+///
+/// Why: a table's first access to a page is a read (an insert probes its bucket), which maps
+/// the shared zero page; the write after it then replaces that entry, and replacing a
+/// present entry flushes it from every CPU running the process: an interrupt to each, about
+/// half of a load of a million items into presized tables on this VM. A page mapped for
+/// writing first is never replaced. `MADV_POPULATE_WRITE` (Linux 5.14) maps them without
+/// touching them; where it is refused, writing zeros does the same.
+fn populate_for_writing(start: *mut u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: advice on a range of a mapping made by `map_aligned`.
+        let populated =
+            unsafe { libc::madvise(start.cast(), bytes, libc::MADV_POPULATE_WRITE) } == 0;
+        if populated {
+            return;
+        }
+    }
+    // SAFETY: `bytes` of writable memory at `start`, not yet handed out.
+    unsafe { std::ptr::write_bytes(start, 0, bytes) };
+}
+
 /// `MADV_COLLAPSE` (Linux 6.1): makes the range's pages one huge page now, whatever the
 /// system's THP settings, copying what they hold; concurrent accesses wait in page faults
 /// for the copy.
@@ -233,12 +262,15 @@ impl Pool {
         }
         let block = chunk.untouched_from;
         chunk.untouched_from += 1;
+        let pointer = (chunk.base + block * block_bytes) as *mut u8;
         if chunk.untouched_from == blocks_per_chunk {
             // Every block now holds a table (about 0.5 ms to copy 2 MiB, once per chunk,
             // while a shard grows).
             advise(chunk.base, CHUNK_BYTES, MADV_COLLAPSE);
+        } else {
+            populate_for_writing(pointer, block_bytes);
         }
-        (chunk.base + block * block_bytes) as *mut u8
+        pointer
     }
 
     /// Takes back a block `allocate` handed out; unmaps its chunk if that was the last one.
