@@ -78,8 +78,8 @@ pub struct Checkpoint {
     /// The file, whose body `load` reads: the version index, then containers and items from
     /// `entries_start`, then the load chunks' offsets. `read` takes only the version index
     /// (into `anchor`, which the log's verifying scan checks), so that the open's own thread
-    /// reads little; `load` reads the whole body, on the loading threads, and verifies its
-    /// checksum before it decodes a byte.
+    /// reads little; `load` maps the whole body and verifies its checksum on the loading
+    /// threads before it decodes a byte.
     file: Arc<dyn StorageFile>,
     body_bytes: usize,
     body_crc: u32,
