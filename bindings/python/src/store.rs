@@ -455,7 +455,8 @@ impl Store {
     /// dead, allocated), and the space state — ``storage_full`` (writes that add data raise
     /// StorageFull), ``free_bytes`` (None where the system cannot tell), ``reserve_bytes``,
     /// ``quota_bytes`` (None: no quota) and ``store_bytes``; ``opened_from_persisted_index``
-    /// says whether the open loaded the index saved at the last clean close.
+    /// says whether the open loaded a persisted index (saved at a clean close or a running
+    /// store's checkpoint), ``log_bytes_replayed_at_open`` how much log it replayed.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let stats = self.handle.run(py, |store| store.stats())?;
         let result = PyDict::new(py);
@@ -478,6 +479,10 @@ impl Store {
         result.set_item(
             "opened_from_persisted_index",
             stats.opened_from_persisted_index,
+        )?;
+        result.set_item(
+            "log_bytes_replayed_at_open",
+            stats.log_bytes_replayed_at_open,
         )?;
         Ok(result)
     }

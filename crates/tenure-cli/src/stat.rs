@@ -107,6 +107,7 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
             "quota_bytes": stats.quota_bytes,
             "store_bytes": stats.store_bytes,
             "opened_from_persisted_index": stats.opened_from_persisted_index,
+            "log_bytes_replayed_at_open": stats.log_bytes_replayed_at_open,
         }));
         return common::ok();
     }
@@ -126,9 +127,15 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
     println!(
         "index at open:  {}",
         if stats.opened_from_persisted_index {
-            "loaded from the persisted index of the last clean close"
+            format!(
+                "loaded from the persisted index, {} log bytes replayed after it",
+                stats.log_bytes_replayed_at_open
+            )
         } else {
-            "replayed from the log"
+            format!(
+                "replayed from the log ({} bytes)",
+                stats.log_bytes_replayed_at_open
+            )
         }
     );
     println!("log bytes:      {}", stats.log_bytes);
@@ -196,8 +203,8 @@ pub fn compact(args: &CompactArgs, output: &Output) -> CliResult {
         change_feed_retention_bytes: args.change_feed_retention_bytes,
         ..common::store_options()
     };
-    // Counted before the open, as `du` would have shown it: a writer's open removes the
-    // persisted index, which the close then writes again.
+    // Counted before the open, as `du` would have shown it: the close writes the persisted
+    // index again.
     let local_usage_before = (!common::is_cluster(&args.store.dir))
         .then(|| disk_usage(&args.store.dir))
         .transpose()?;

@@ -567,6 +567,12 @@ impl Backend for EtcdStore {
         crate::feed::compact(self)
     }
 
+    /// The cluster keeps every member's state itself: an open replays nothing to save.
+    fn checkpoint(&self) -> Result<bool> {
+        self.check_writable()?;
+        Ok(false)
+    }
+
     fn sweep_expired(&self, max_items: usize) -> Result<usize> {
         self.check_writable()?;
         crate::feed::sweep_expired(self, max_items)
@@ -634,6 +640,7 @@ impl Backend for EtcdStore {
             store_bytes: db_bytes,
             io_uring: tenure::IoUringUse::NotUsed,
             opened_from_persisted_index: false,
+            log_bytes_replayed_at_open: 0,
         })
     }
 

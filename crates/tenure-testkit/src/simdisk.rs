@@ -383,6 +383,30 @@ impl Storage for SimStorage {
         Ok(())
     }
 
+    /// Renames are durable at once, as removals and creations are here.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let replaced = {
+            let mut files = self.disk.files.lock();
+            let file = files
+                .remove(from)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, from.to_owned()))?;
+            files.insert(to.to_owned(), file)
+        };
+        // Lock order: `files` is never held while a file's own locks are taken.
+        if let Some(replaced) = replaced {
+            let pages = replaced
+                .allocated_pages
+                .lock()
+                .iter()
+                .filter(|page| **page)
+                .count();
+            self.disk
+                .allocated_page_count
+                .fetch_sub(pages as u64, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
     fn free_bytes(&self) -> io::Result<Option<u64>> {
         let budget = self.disk.page_budget.load(Ordering::SeqCst);
         if budget == u64::MAX {

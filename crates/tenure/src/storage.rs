@@ -37,6 +37,8 @@ pub trait Storage: Send + Sync + 'static {
         self.open(name, false)
     }
     fn remove(&self, name: &str) -> io::Result<()>;
+    /// Gives file `from` the name `to`, replacing any file of that name, in one step.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
     /// Makes file creations and removals durable.
     fn sync_directory(&self) -> io::Result<()>;
     /// Bytes the device under the store can still give this process, where it can tell
@@ -346,6 +348,10 @@ impl Storage for FileStorage {
 
     fn remove(&self, name: &str) -> io::Result<()> {
         std::fs::remove_file(self.directory.join(name))
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        std::fs::rename(self.directory.join(from), self.directory.join(to))
     }
 
     fn sync_directory(&self) -> io::Result<()> {

@@ -461,6 +461,16 @@ impl Store {
         self.backend.compact()
     }
 
+    /// Saves the index now, synced, so that an open after a crash loads it and replays only
+    /// the log written after this call (docs/design.md §3 "The persisted index"). The
+    /// background thread takes one whenever the log since the last has grown past
+    /// max(64 MiB, 4 × the saved index's size); call this after a large load to bound the
+    /// next open at once. Readers and writers keep going. Returns whether it saved one
+    /// (`false` on a read-only store, or when a batch was still settling: call again).
+    pub fn checkpoint(&self) -> Result<bool> {
+        self.backend.checkpoint()
+    }
+
     /// Records the expiry of up to `max_items` items past their TTL, each taking a version
     /// the change feed reports. Returns how many it recorded.
     pub fn sweep_expired(&self, max_items: usize) -> Result<usize> {

@@ -180,6 +180,8 @@ pub trait Backend: Send + Sync {
 
     // Space and inspection (§7, §11).
     fn compact(&self) -> Result<CompactionReport>;
+    /// Saves what an open after a crash would otherwise rebuild; whether it saved anything.
+    fn checkpoint(&self) -> Result<bool>;
     fn sweep_expired(&self, max_items: usize) -> Result<usize>;
     fn stats(&self) -> Result<StoreStats>;
     /// Bytes the store's files take.

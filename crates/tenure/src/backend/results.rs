@@ -64,9 +64,13 @@ pub struct StoreStats {
     /// Whether a `sync` store's group commit goes through io_uring, and if the system refused
     /// it, why (`StoreOptions::io_uring`).
     pub io_uring: IoUringUse,
-    /// Whether the open loaded the index saved at the last clean close instead of replaying
-    /// the log (docs/design.md §3 "The persisted index").
+    /// Whether the open loaded a persisted index (saved at a clean close, or a running
+    /// store's checkpoint) instead of replaying the whole log (docs/design.md §3 "The
+    /// persisted index").
     pub opened_from_persisted_index: bool,
+    /// Log bytes the open replayed into the index: those past the persisted index it loaded,
+    /// or the whole log without one.
+    pub log_bytes_replayed_at_open: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

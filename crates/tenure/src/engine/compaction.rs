@@ -601,8 +601,9 @@ fn encoded_bound(write: &ItemWrite<'_>) -> usize {
         + FIXED_FIELDS_BOUND
 }
 
-/// The background compactor: a thread that wakes every `interval` and compacts once enough
-/// segments are sealed. It holds only a weak reference, so it never keeps a store alive.
+/// The background compactor: a thread that wakes every `interval`, compacts once enough
+/// segments are sealed, and takes a checkpoint of the index when one is due
+/// (`checkpoints.rs`). It holds only a weak reference, so it never keeps a store alive.
 pub(crate) struct BackgroundCompaction {
     stop: Arc<(parking_lot::Mutex<bool>, parking_lot::Condvar)>,
     thread: std::thread::JoinHandle<()>,
@@ -625,6 +626,7 @@ impl BackgroundCompaction {
                 // it alone as mostly live: it is looked at again once more are sealed (more
                 // writes can have made more of it dead), not on every wake.
                 let mut left_live: Option<(u64, usize)> = None;
+                let mut checkpoint_retry_after_tail = 0;
                 loop {
                     {
                         let mut stopped = thread_stop.0.lock();
@@ -666,6 +668,8 @@ impl BackgroundCompaction {
                             Err(_) => return,
                         };
                     }
+                    // After compaction, which may have removed segments a saved index names.
+                    store.checkpoint_if_due(&mut checkpoint_retry_after_tail);
                 }
             },
         )

@@ -39,8 +39,13 @@ pub struct Engine {
     pub(crate) closed: AtomicBool,
     /// The process that opened the store: a forked child's copy refuses every call.
     pub(crate) owner: crate::base::fork::OwningProcess,
-    /// The open loaded the persisted index (`index/checkpoint.rs`) instead of replaying.
+    /// The open loaded the persisted index (`index/checkpoint/`) instead of replaying.
     pub(crate) opened_from_persisted_index: bool,
+    /// Log bytes the open replayed into the index (from the persisted index's tail on, or all).
+    pub(crate) replayed_log_bytes_at_open: u64,
+    /// Where the persisted index on disk stands, when this process loaded or saved one: what
+    /// the checkpoint policy measures the log since (`checkpoints.rs`).
+    pub(crate) checkpointed: Mutex<Option<crate::index::checkpoint::SavedAt>>,
 }
 
 impl Engine {

@@ -2,6 +2,7 @@
 //! items is in `write.rs`, batches in `batch.rs`.
 
 pub(crate) mod batch;
+pub(crate) mod checkpoints;
 pub(crate) mod checks;
 pub(crate) mod compaction;
 pub(crate) mod containers;
@@ -82,8 +83,13 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
     };
     // Leases recovered from the log are clamped against the clock at open (docs/spec.md §11).
     let now = options.clock.now();
-    let (log, index, catalog, opened_from_persisted_index) =
-        replay_log(&storage, &log_options, now)?;
+    let Opened {
+        log,
+        index,
+        catalog,
+        checkpoint,
+        replayed_log_bytes,
+    } = replay_log(&storage, &log_options, now)?;
     let background_interval = options.background_compaction_interval;
     let shared = Arc::new(Engine {
         log,
@@ -101,7 +107,9 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
         ),
         closed: AtomicBool::new(false),
         owner,
-        opened_from_persisted_index,
+        opened_from_persisted_index: checkpoint.is_some(),
+        replayed_log_bytes_at_open: replayed_log_bytes,
+        checkpointed: Mutex::new(checkpoint),
     });
     let background = background_interval
         .filter(|_| !options.read_only)
@@ -119,14 +127,27 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
     })
 }
 
-/// Opens the log and replays it into a new index and catalog. A read-only open runs beside a
-/// writer, whose compaction may remove a segment between the listing and its open: the replay
-/// starts over, a bounded number of times.
+/// How an open built its index.
+pub(crate) struct Opened {
+    log: Log,
+    index: Index,
+    catalog: Catalog,
+    /// The persisted index at the anchor it was loaded from, when one was.
+    checkpoint: Option<checkpoint::SavedAt>,
+    /// Log bytes replayed into the index: from the persisted index's tail, or all of them.
+    replayed_log_bytes: u64,
+}
+
+/// Opens the log and builds the index and catalog: from the persisted index, when one
+/// describes a prefix of the log, with the records after it replayed onto it; otherwise by
+/// replaying the whole log. A read-only open runs beside a writer, whose compaction may remove
+/// a segment between the listing and its open: the open starts over, a bounded number of
+/// times.
 fn replay_log(
     storage: &Arc<dyn Storage>,
     log_options: &LogOptions,
     now: crate::clock::Timestamp,
-) -> Result<(Log, Index, Catalog, bool)> {
+) -> Result<Opened> {
     const READ_ONLY_OPEN_ATTEMPTS: usize = 8;
     let mut attempts = 0;
     let mut persisted = checkpoint::read(storage.as_ref()).map(Arc::new);
@@ -134,10 +155,33 @@ fn replay_log(
         attempts += 1;
         let index = Index::new();
         let catalog = Catalog::default();
+        // The persisted index loads on a thread of its own while the log is verified: an open
+        // from it takes the longer of the two, not their sum. (A spawned thread, not a scope: a
+        // scope makes the calling thread a `Thread` handle that a C program's main thread
+        // never frees.)
+        let mut loading = persisted.as_ref().map(|persisted| {
+            let persisted = Arc::clone(persisted);
+            std::thread::Builder::new()
+                .name("tenure-index-load".into())
+                .spawn(move || load_persisted(&persisted, now))
+        });
+        let mut loaded: Option<Loaded> = None;
         let mut replay = |mut record: crate::log::RecoveredRecord<'_>| {
+            let (index, catalog) = if record.onto_persisted_index {
+                let loaded = loaded.get_or_insert_with(|| {
+                    finish_loading(loading.take(), persisted.as_deref(), now)
+                });
+                match loaded {
+                    Ok((index, catalog)) => (&*index, &*catalog),
+                    // The open starts over without it (below): nothing to replay onto.
+                    Err(_) => return Ok(()),
+                }
+            } else {
+                (&index, &catalog)
+            };
             crate::index::replay::replay_record(
-                &index,
-                &catalog,
+                index,
+                catalog,
                 now,
                 record.version,
                 record.location,
@@ -146,29 +190,25 @@ fn replay_log(
             )
         };
         let anchor = persisted.as_ref().map(|persisted| &persisted.anchor);
-        // The persisted index loads on a thread of its own while the log is verified: an open
-        // from it takes the longer of the two, not their sum. (A spawned thread, not a scope: a
-        // scope makes the calling thread a `Thread` handle that a C program's main thread
-        // never frees.)
-        let loading = persisted.as_ref().map(|persisted| {
-            let persisted = Arc::clone(persisted);
-            std::thread::Builder::new()
-                .name("tenure-index-load".into())
-                .spawn(move || load_persisted(&persisted, now))
-        });
         let opened = Log::open_at(Arc::clone(storage), log_options, anchor, &mut replay);
-        let loaded = loading.map(|loading| match loading {
-            Ok(thread) => thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            // No thread to be had: load here, after the log.
-            Err(_) => load_persisted(persisted.as_ref().expect("loading it"), now),
+        let loaded = loaded.or_else(|| {
+            loading
+                .take()
+                .map(|loading| finish_loading(Some(loading), persisted.as_deref(), now))
         });
         match opened {
             Ok((log, true)) => match loaded {
                 Some(Ok((index, catalog))) => {
-                    forget_persisted_index(storage, log_options);
-                    return Ok((log, index, catalog, true));
+                    let persisted = persisted.as_ref().expect("anchored to it");
+                    catalog.finish_replay();
+                    let tail = log.tail_offset();
+                    return Ok(Opened {
+                        replayed_log_bytes: tail.saturating_sub(persisted.anchor.tail),
+                        checkpoint: Some(persisted.saved_at()),
+                        log,
+                        index,
+                        catalog,
+                    });
                 }
                 // Checksums held but the content did not decode (a bug, or a file made
                 // elsewhere): open again and replay.
@@ -179,8 +219,14 @@ fn replay_log(
             },
             Ok((log, false)) => {
                 catalog.finish_replay();
-                forget_persisted_index(storage, log_options);
-                return Ok((log, index, catalog, false));
+                let start = log.first_slot() * log.slot_size_bytes();
+                return Ok(Opened {
+                    replayed_log_bytes: log.tail_offset().saturating_sub(start),
+                    checkpoint: None,
+                    log,
+                    index,
+                    catalog,
+                });
             }
             Err(error)
                 if log_options.read_only
@@ -191,24 +237,31 @@ fn replay_log(
     }
 }
 
-/// A new index and catalog, filled from `persisted`.
-fn load_persisted(
-    persisted: &checkpoint::Checkpoint,
+type Loaded = std::result::Result<(Index, Catalog), &'static str>;
+
+/// The persisted index's load, joined (or run here when no thread could be had for it).
+fn finish_loading(
+    loading: Option<std::io::Result<std::thread::JoinHandle<Loaded>>>,
+    persisted: Option<&checkpoint::Checkpoint>,
     now: crate::clock::Timestamp,
-) -> std::result::Result<(Index, Catalog), &'static str> {
+) -> Loaded {
+    match loading {
+        Some(Ok(thread)) => thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        _ => match persisted {
+            Some(persisted) => load_persisted(persisted, now),
+            None => Err("no persisted index"),
+        },
+    }
+}
+
+/// A new index and catalog, filled from `persisted`.
+fn load_persisted(persisted: &checkpoint::Checkpoint, now: crate::clock::Timestamp) -> Loaded {
     let index = Index::with_seeds(persisted.seeds(), persisted.items());
     let catalog = Catalog::default();
     persisted.load(&index, &catalog, now)?;
     Ok((index, catalog))
-}
-
-/// A writer's open moves the log on from where any persisted index stands (a new
-/// generation), so the file is removed rather than left to be doubted after a crash. A
-/// removal that fails leaves a file that no longer matches the superblock: harmless.
-fn forget_persisted_index(storage: &Arc<dyn Storage>, log_options: &LogOptions) {
-    if !log_options.read_only {
-        let _ = checkpoint::remove(storage.as_ref());
-    }
 }
 
 /// Whether `error` is a segment file that went away (a writer's compaction removed it).
@@ -244,8 +297,9 @@ impl LocalStore {
         Ok(())
     }
 
-    /// After a clean close: saves the index for the next open (`index/checkpoint.rs`). Only
-    /// an accelerator, so a failure is not the close's: the next open replays the log.
+    /// After a clean close: saves the index for the next open (`index/checkpoint/`). Only
+    /// an accelerator, so a failure is not the close's: the next open replays the log from
+    /// the last checkpoint, or whole.
     fn persist_index(&self) {
         let engine = &self.engine;
         if let Some(anchor) = engine.log.anchor_after_close() {
@@ -253,7 +307,8 @@ impl LocalStore {
                 engine.log.storage().as_ref(),
                 &anchor,
                 &engine.index,
-                &engine.catalog,
+                &checkpoint::SavedContainers::of(&engine.catalog),
+                checkpoint::Save::Unsynced,
             );
         }
     }
@@ -518,6 +573,10 @@ impl Backend for LocalStore {
 
     fn compact(&self) -> Result<CompactionReport> {
         self.engine.compact()
+    }
+
+    fn checkpoint(&self) -> Result<bool> {
+        Ok(self.engine.checkpoint()?.is_some())
     }
 
     fn sweep_expired(&self, max_items: usize) -> Result<usize> {

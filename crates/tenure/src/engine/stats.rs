@@ -25,6 +25,7 @@ impl Engine {
             store_bytes: space.store_bytes,
             io_uring: self.log.io_uring_use(),
             opened_from_persisted_index: self.opened_from_persisted_index,
+            log_bytes_replayed_at_open: self.replayed_log_bytes_at_open,
             ..StoreStats::default()
         };
         let log_start = self.log.first_slot() * self.log.slot_size_bytes();

@@ -275,7 +275,7 @@ impl PointIndex {
 
     /// An index whose hash takes `seeds` (another index's [`PointIndex::seeds`]), with tables
     /// sized for `expected_slots`: a persisted index's slots, added in the order its index
-    /// listed them, then fill each shard's table in turn (`index/checkpoint.rs`).
+    /// listed them, then fill each shard's table in turn (`index/checkpoint/`).
     pub(crate) fn with_seeds(seeds: [u64; 4], expected_slots: usize) -> PointIndex {
         let per_shard = expected_slots / SHARDS;
         // Room for a shard a little fuller than the mean; a fuller one grows as usual.

@@ -7,12 +7,13 @@ use std::time::Duration;
 use crossbeam_epoch::Guard;
 use parking_lot::Mutex;
 
+use super::anchor::{fingerprint, LogAnchor};
 use super::completion::unpack;
 use super::core::*;
 use super::flush::sync_superblock_copy;
 use super::placement;
 use super::record::{self, RecordKind, HEADER_BYTES};
-use super::recovery::{self, LogAnchor, RecoveredRecord};
+use super::recovery::{self, RecoveredRecord};
 use super::space::{SpaceState, SpaceUse};
 use crate::base::background;
 use crate::error::{Error, Result};
@@ -487,7 +488,7 @@ impl Log {
             return None;
         }
         let start = superblock.first_slot * shared.slot_size;
-        let fingerprint = recovery::fingerprint(&shared.segments, shared.slot_size, start, tail)?;
+        let fingerprint = fingerprint(&shared.segments, shared.slot_size, start, tail)?;
         Some(LogAnchor {
             segment_size_bytes: superblock.segment_size_bytes,
             generation: superblock.generation,
@@ -498,6 +499,46 @@ impl Log {
             version_index: shared.version_index.lock().clone(),
             fingerprint,
         })
+    }
+
+    /// An anchor at the newest complete version of a running log (a checkpoint's: the caller
+    /// takes the index at exactly that version), made durable first so the records it covers
+    /// outlive any crash that the saved index does. `None` on a read-only or poisoned log, or
+    /// a segment gone from under the fingerprint. The caller keeps compaction out meanwhile.
+    pub fn anchor_at_completed(&self) -> Result<Option<LogAnchor>> {
+        let shared = &self.shared;
+        if shared.read_only || shared.poisoned.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let (completed_version, completed_end) = shared.completion.load();
+        shared.wait_durable(completed_version)?;
+        let superblock = shared.superblock.lock().current;
+        let start = superblock.first_slot * shared.slot_size;
+        if completed_end < start {
+            return Ok(None);
+        }
+        let Some(fingerprint) =
+            fingerprint(&shared.segments, shared.slot_size, start, completed_end)
+        else {
+            return Ok(None);
+        };
+        let version_index = shared
+            .version_index
+            .lock()
+            .iter()
+            .copied()
+            .filter(|(version, _)| *version <= completed_version)
+            .collect();
+        Ok(Some(LogAnchor {
+            segment_size_bytes: superblock.segment_size_bytes,
+            generation: superblock.generation,
+            sequence: superblock.sequence,
+            first_slot: superblock.first_slot,
+            tail: completed_end,
+            next_version: completed_version + 1,
+            version_index,
+            fingerprint,
+        }))
     }
 
     fn flush_for_close(&self) -> Result<()> {

@@ -6,6 +6,7 @@
 //! in `sync` mode, synced), so cutting the log at its first bad record can never drop an
 //! acknowledged write. See docs/design.md for the byte layout and the commit protocol.
 
+mod anchor;
 mod append;
 mod completion;
 mod core;
@@ -28,7 +29,8 @@ pub use self::core::{
     Durability, Log, LogOptions, Reservation, MAXIMUM_SEGMENT_SIZE_BYTES,
     MINIMUM_SEGMENT_SIZE_BYTES,
 };
+pub use anchor::LogAnchor;
 pub(crate) use reader::{LogReader, RecordBytes};
-pub use recovery::{LogAnchor, RecoveredRecord};
+pub use recovery::RecoveredRecord;
 pub use ring::IoUringUse;
 pub use space::SpaceUse;

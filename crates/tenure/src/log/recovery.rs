@@ -12,6 +12,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 use portable_atomic::AtomicU128;
 
+use super::anchor::{describes, LogAnchor};
 use super::completion::{pack, CompletionTracker};
 use super::core::SpacePolicy;
 use super::core::{
@@ -33,6 +34,9 @@ pub struct RecoveredRecord<'a> {
     pub version: Version,
     /// Global offset, as `Reservation::location` gave it.
     pub location: u64,
+    /// A record past a persisted index's tail, to replay onto that index once it is loaded
+    /// (`scan_or_verify`); otherwise the scan replays every record into a new index.
+    pub onto_persisted_index: bool,
     pub payload: &'a [u8],
     /// The records replayed before this one, read back by offset (`RecordBytes`).
     pub(crate) earlier: EarlierRecords<'a>,
@@ -584,33 +588,13 @@ fn sync_ring(
     }
 }
 
-/// Where a clean close left the log: what a persisted index (`index/checkpoint.rs`) records,
-/// so that an open can take the tail from it instead of scanning. It stands for a scan only
-/// while the superblock is still the one that close synced: the same generation and sequence
-/// (an open of a writer bumps both, and every later superblock write the sequence) and a
-/// durable watermark at the anchored tail.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogAnchor {
-    pub segment_size_bytes: u64,
-    pub generation: u64,
-    pub sequence: u64,
-    pub first_slot: u64,
-    /// The end of the last record, and the durable watermark.
-    pub tail: u64,
-    pub next_version: Version,
-    /// The log's every `VERSION_INDEX_STRIDE`-th version and its offset (the change feed's).
-    pub version_index: Vec<(Version, u64)>,
-    /// [`fingerprint`] of the log: ties the anchor to this store's records, not only to a
-    /// superblock history another store could share.
-    pub fingerprint: u32,
-}
-
-/// The log scanned, and whether `anchor` (a persisted index's) describes it: then the scan
-/// only verifies every record (checksum, version, generation: the same checks and the same
-/// `Corruption` as ever) and hands none to `replay`, and the caller loads the persisted index.
-/// When the anchor does not describe the store as the superblock and the files show it, or
-/// the verified log differs from it (a record past its tail, another version index), the log
-/// is scanned again with `replay`.
+/// The log scanned, and whether `anchor` (a persisted index's) describes a prefix of it: then
+/// the scan verifies every record (checksum, version, generation: the same checks and the
+/// same `Corruption` as ever), hands none below the anchor's tail to `replay`, and hands the
+/// ones after it with `onto_persisted_index` set, for the caller to replay onto the index it
+/// loads. When the anchor does not describe the store as the superblock and the files show
+/// it, or the scan does not reach its tail at a record boundary with its next version and
+/// version index, the log is scanned again and every record replayed.
 fn scan_or_verify(
     anchor: Option<&LogAnchor>,
     table: &SegmentTable,
@@ -620,80 +604,41 @@ fn scan_or_verify(
 ) -> Result<(ScanResult, bool)> {
     let slot_size = superblock.segment_size_bytes;
     if let Some(anchor) = anchor.filter(|anchor| describes(anchor, superblock, table)) {
-        let verified = scan(table, slot_size, superblock, directory, &mut |_| Ok(()))?;
-        if verified.tail == anchor.tail
-            && verified.next_version == anchor.next_version
-            && verified.version_index == anchor.version_index
-        {
+        let verified = scan(
+            table,
+            slot_size,
+            superblock,
+            directory,
+            Some(anchor),
+            replay,
+        )?;
+        if verified.reached_anchor {
             return Ok((verified, true));
         }
     }
     Ok((
-        scan(table, slot_size, superblock, directory, replay)?,
+        scan(table, slot_size, superblock, directory, None, replay)?,
         false,
     ))
-}
-
-/// Whether `anchor` names the superblock its close synced, and the log's fingerprint.
-fn describes(anchor: &LogAnchor, superblock: &Superblock, table: &SegmentTable) -> bool {
-    let slot_size = superblock.segment_size_bytes;
-    let Some(start) = anchor.first_slot.checked_mul(slot_size) else {
-        return false;
-    };
-    anchor.segment_size_bytes == slot_size
-        && anchor.generation == superblock.generation
-        && anchor.sequence == superblock.sequence
-        && anchor.first_slot == superblock.first_slot
-        && anchor.tail == superblock.durable_watermark
-        && anchor.tail >= start
-        && fingerprint(table, slot_size, start, anchor.tail) == Some(anchor.fingerprint)
-}
-
-/// Bytes of the log at each end that [`fingerprint`] covers.
-const FINGERPRINT_BYTES: u64 = 4096;
-
-/// A CRC32 of the log's first and last `FINGERPRINT_BYTES` (less when the log is shorter, or
-/// its last segment holds fewer): two stores' logs differ there unless they are copies.
-/// `None` when a segment is missing.
-pub(super) fn fingerprint(
-    table: &SegmentTable,
-    slot_size: u64,
-    start: u64,
-    tail: u64,
-) -> Option<u32> {
-    let guard = crossbeam_epoch::pin();
-    let mut crc = crc32fast::Hasher::new();
-    let mut add = |from: u64, to: u64| -> Option<()> {
-        let segment = table.get(from / slot_size, &guard)?;
-        let segment_start = segment.first_slot * slot_size;
-        let from = from.max(segment_start);
-        let to = to.min(segment_start + segment.length());
-        if from < to {
-            // SAFETY: records below the tail are never written again.
-            let bytes = unsafe { segment.bytes_from(from - segment_start) };
-            crc.update(&bytes[..(to - from) as usize]);
-        }
-        Some(())
-    };
-    if tail > start {
-        add(start, tail.min(start + FINGERPRINT_BYTES))?;
-        let last = tail - 1;
-        add(last.saturating_sub(FINGERPRINT_BYTES - 1).max(start), tail)?;
-    }
-    Some(crc.finalize())
 }
 
 struct ScanResult {
     tail: u64,
     next_version: Version,
     version_index: Vec<(Version, u64)>,
+    /// The scan was given an anchor and met it: at its tail, a record boundary, with its
+    /// next version and version index. (A scan that does not meet it stops there.)
+    reached_anchor: bool,
 }
 
+/// Scans the log from the first slot, handing records to `replay`: every one without an
+/// `anchor`; with one, only those past the anchor's tail, once the scan has met it there.
 fn scan(
     table: &SegmentTable,
     slot_size: u64,
     superblock: &Superblock,
     directory: &std::path::Path,
+    anchor: Option<&LogAnchor>,
     replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
 ) -> Result<ScanResult> {
     let watermark = superblock.durable_watermark;
@@ -702,8 +647,26 @@ fn scan(
     let mut expected_version: Option<Version> = None;
     let mut previous_generation = 0u32;
     let mut version_index = Vec::new();
+    // Without an anchor every record is replayed from the start.
+    let mut past_anchor = anchor.is_none();
     let guard = crossbeam_epoch::pin();
     loop {
+        if let Some(anchor) = anchor.filter(|_| !past_anchor) {
+            if position >= anchor.tail {
+                let met = position == anchor.tail
+                    && expected_version.unwrap_or(1) == anchor.next_version
+                    && version_index == anchor.version_index;
+                if !met {
+                    return Ok(ScanResult {
+                        tail: position,
+                        next_version: expected_version.unwrap_or(1),
+                        version_index,
+                        reached_anchor: false,
+                    });
+                }
+                past_anchor = true;
+            }
+        }
         let Some(segment) = table.get(position / slot_size, &guard) else {
             // Segments past a missing one would be taken for stale and removed: refuse instead.
             let later_segment = table
@@ -753,10 +716,11 @@ fn scan(
                         if header.version % super::core::VERSION_INDEX_STRIDE == 0 {
                             version_index.push((header.version, position));
                         }
-                        if header.kind == RecordKind::Data {
+                        if header.kind == RecordKind::Data && past_anchor {
                             replay(RecoveredRecord {
                                 version: header.version,
                                 location: position,
+                                onto_persisted_index: anchor.is_some(),
                                 payload,
                                 earlier: EarlierRecords {
                                     table,
@@ -787,5 +751,6 @@ fn scan(
         tail: position,
         next_version: expected_version.unwrap_or(1),
         version_index,
+        reached_anchor: anchor.is_some() && past_anchor,
     })
 }

@@ -158,7 +158,7 @@ pub fn encode_coordination(out: &mut impl Sink, coordination: Option<&Coordinati
 }
 
 /// A version's properties and coordination, outside any record: how the persisted index
-/// (`index/checkpoint.rs`) keeps what a version node holds beyond its fixed fields. The same
+/// (`index/checkpoint/`) keeps what a version node holds beyond its fixed fields. The same
 /// field encodings as an item write's (`decode_version_extras` reads them back).
 pub fn encode_version_extras(
     out: &mut Vec<u8>,

@@ -1,12 +1,17 @@
-//! The persisted index: at a clean close the writer saves the index and the catalog to one
-//! file, and the next open loads them instead of replaying the log, when the log is still
-//! exactly as that close left it (docs/design.md §3 "The persisted index").
+//! The persisted index: the index and the catalog saved to one file as they stood at one
+//! version — at a clean close, and as checkpoints while a store runs (`engine/checkpoints.rs`)
+//! — so that an open loads them and replays only the log written after that version, instead
+//! of the whole log (docs/design.md §3 "The persisted index").
 //!
-//! Trust: the file names the log it describes by the superblock its close synced (generation,
-//! sequence, first slot, watermark = tail), and both its header and its body carry a CRC32. A
-//! file that is missing, short, damaged, of another format or of another state of the log is
-//! never used: the open replays the log as it does without one. A writer's open removes the
-//! file (the open moves the log on), so after a crash there is none to doubt.
+//! Trust: the file names the state of the log it was taken at (segment size, generation,
+//! first slot, the tail and next version there, the version index below it, a CRC32 of the
+//! log's bytes at both ends below the tail), and both its header and its body carry a CRC32.
+//! Records below a durable tail are never written again and compaction removes only the
+//! oldest segment, so the file describes every later state of the log with the same first
+//! slot: the open's scan checks that it meets the tail at a record boundary with that next
+//! version and version index, and replays the records after it onto the loaded index. A file
+//! that is missing, short, damaged, of another format or of another log is never used: the
+//! open replays the whole log, as it does without one.
 //!
 //! ```text
 //! header (148 bytes, little-endian)
@@ -28,16 +33,17 @@
 //!      several threads can load items at once
 //! ```
 
-use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+mod save;
+pub use save::{write, Save, SavedContainers};
+
 use super::catalog::{Catalog, ContainerState, Incarnation};
-use super::head;
 use super::item_index::RestoredHead;
-use super::{node_of, Index, NewVersion, Properties, COMMITTED};
+use super::{Index, NewVersion, Properties, COMMITTED};
 use crate::clock::Timestamp;
 use crate::log::LogAnchor;
 use crate::record::{self, DecodedRecord};
@@ -86,7 +92,24 @@ pub struct Checkpoint {
     entries_start: usize,
 }
 
+/// Where a saved index stands: what the checkpoint policy compares the running log with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavedAt {
+    pub first_slot: u64,
+    /// The end of the last record it holds: an open replays the log from here.
+    pub tail: u64,
+    pub file_bytes: u64,
+}
+
 impl Checkpoint {
+    pub fn saved_at(&self) -> SavedAt {
+        SavedAt {
+            first_slot: self.anchor.first_slot,
+            tail: self.anchor.tail,
+            file_bytes: HEADER_BYTES as u64 + self.body_bytes as u64,
+        }
+    }
+
     /// How many items it holds (to size the index it is loaded into).
     pub fn items(&self) -> usize {
         usize::try_from(self.items).unwrap_or(usize::MAX)
@@ -355,175 +378,6 @@ pub fn read(storage: &dyn Storage) -> Option<Checkpoint> {
     })
 }
 
-/// Removes the persisted index, if any (a writer's open: the log moves on from here).
-pub fn remove(storage: &dyn Storage) -> io::Result<()> {
-    match storage.remove(CHECKPOINT_FILE) {
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
-        result => result,
-    }
-}
-
-/// Saves `index` and `catalog` as of `anchor` (a clean close's). Returns `Ok(false)`, writing
-/// nothing, when the index holds a version still pending (a batch cut short by the close).
-/// Nothing is synced: the file only saves work, and whatever part of it a power cut keeps
-/// (none, a prefix, the header without the body) fails a checksum or names a superblock that
-/// is gone, so the open replays. A file the removal at a writer's open did not make durable
-/// comes back naming the superblock that open replaced.
-pub fn write(
-    storage: &dyn Storage,
-    anchor: &LogAnchor,
-    index: &Index,
-    catalog: &Catalog,
-) -> io::Result<bool> {
-    let guard = crossbeam_epoch::pin();
-    remove(storage)?;
-    let file = storage.open(CHECKPOINT_FILE, true)?;
-    file.allocate(0, HEADER_BYTES as u64)?;
-    let mut body = BodyWriter {
-        file: file.as_ref(),
-        offset: HEADER_BYTES as u64,
-        crc: crc32fast::Hasher::new(),
-        buffer: Vec::with_capacity(WRITE_CHUNK_BYTES + 4096),
-    };
-    for (version, offset) in &anchor.version_index {
-        put_u64(&mut body.buffer, *version);
-        put_u64(&mut body.buffer, *offset);
-        body.spill()?;
-    }
-    let incarnations = catalog.incarnations();
-    for incarnation in &incarnations {
-        write_container(&mut body.buffer, incarnation);
-        body.spill()?;
-    }
-    let mut items = 0u64;
-    let mut chunk_starts = Vec::new();
-    for slot in index.slots(&guard) {
-        let head = slot.head().load(Ordering::Acquire, &guard);
-        if head.is_null() {
-            // A key whose only version a batch took back: the replay makes no slot for it.
-            continue;
-        }
-        if items % LOAD_CHUNK_ITEMS == 0 {
-            chunk_starts.push(body.position());
-        }
-        let index_key = slot.index_key();
-        put_u32(&mut body.buffer, index_key.len() as u32);
-        body.buffer.extend_from_slice(index_key);
-        if let Some(value_offset) = head::offset_of(head) {
-            body.buffer.push(KIND_PLAIN);
-            put_u64(&mut body.buffer, value_offset);
-        } else {
-            match node_of(head) {
-                Some(node) if node.status.load(Ordering::Acquire) == COMMITTED => {
-                    write_node(&mut body.buffer, node)
-                }
-                // A pending plain head, or a node not committed.
-                _ => return Ok(false),
-            }
-        }
-        items += 1;
-        body.spill()?;
-    }
-    for start in &chunk_starts {
-        put_u64(&mut body.buffer, *start);
-        body.spill()?;
-    }
-    let (body_bytes, body_crc) = body.finish()?;
-    let mut header = Vec::with_capacity(HEADER_BYTES);
-    header.extend_from_slice(MAGIC);
-    put_u32(&mut header, FORMAT);
-    let flags = if index.may_hold_expiring_items() {
-        FLAG_EXPIRING_ITEMS
-    } else {
-        0
-    };
-    put_u32(&mut header, flags);
-    for word in [
-        anchor.segment_size_bytes,
-        anchor.generation,
-        anchor.sequence,
-        anchor.first_slot,
-        anchor.tail,
-        anchor.next_version,
-        anchor.version_index.len() as u64,
-        incarnations.len() as u64,
-        items,
-    ] {
-        put_u64(&mut header, word);
-    }
-    for seed in index.seeds() {
-        put_u64(&mut header, seed);
-    }
-    put_u64(&mut header, body_bytes);
-    put_u64(&mut header, chunk_starts.len() as u64);
-    put_u32(&mut header, body_crc);
-    put_u32(&mut header, anchor.fingerprint);
-    let header_crc = crc32fast::hash(&header);
-    put_u32(&mut header, header_crc);
-    assert_eq!(header.len(), HEADER_BYTES);
-    file.write_at(&header, 0)?;
-    Ok(true)
-}
-
-/// The body, written to the file in pieces as it is encoded, with its running checksum.
-struct BodyWriter<'a> {
-    file: &'a dyn StorageFile,
-    offset: u64,
-    crc: crc32fast::Hasher,
-    buffer: Vec<u8>,
-}
-
-impl BodyWriter<'_> {
-    /// Where in the body the next byte goes.
-    fn position(&self) -> u64 {
-        self.offset - HEADER_BYTES as u64 + self.buffer.len() as u64
-    }
-
-    /// Writes the buffer out once it holds a piece's worth.
-    fn spill(&mut self) -> io::Result<()> {
-        if self.buffer.len() >= WRITE_CHUNK_BYTES {
-            self.write_buffer()?;
-        }
-        Ok(())
-    }
-
-    fn write_buffer(&mut self) -> io::Result<()> {
-        if self.buffer.is_empty() {
-            return Ok(());
-        }
-        let length = self.buffer.len() as u64;
-        self.file.allocate(self.offset, length)?;
-        self.file.write_at(&self.buffer, self.offset)?;
-        self.crc.update(&self.buffer);
-        self.offset += length;
-        self.buffer.clear();
-        Ok(())
-    }
-
-    /// The body's length and checksum, everything written.
-    fn finish(mut self) -> io::Result<(u64, u32)> {
-        self.write_buffer()?;
-        Ok((self.offset - HEADER_BYTES as u64, self.crc.finalize()))
-    }
-}
-
-fn write_container(out: &mut Vec<u8>, incarnation: &Incarnation) {
-    let placeholder = Catalog::is_placeholder(incarnation);
-    out.push(if placeholder {
-        CONTAINER_PLACEHOLDER
-    } else {
-        CONTAINER_NAMED
-    });
-    put_u64(out, incarnation.id);
-    put_u64(out, incarnation.deleted_version.load(Ordering::Acquire));
-    if placeholder {
-        return;
-    }
-    let payload = incarnation.encode_state();
-    put_u32(out, payload.len() as u32);
-    out.extend_from_slice(&payload);
-}
-
 fn read_container(
     reader: &mut Reader<'_>,
     now: Timestamp,
@@ -579,27 +433,6 @@ fn read_container(
     Ok(Arc::new(incarnation))
 }
 
-fn write_node(out: &mut Vec<u8>, node: &super::VersionNode) {
-    out.push(KIND_NODE);
-    put_u64(out, node.version);
-    put_u64(out, node.etag_version());
-    let value = node.value();
-    put_u64(out, value.map_or(0, |location| location.offset()));
-    put_u32(out, value.map_or(0, |location| location.length));
-    put_u64(out, node.last_modified);
-    put_u64(out, node.expires_at().unwrap_or(0));
-    let mut extras = Vec::new();
-    let properties = node.properties();
-    record::encode_version_extras(
-        &mut extras,
-        properties.and_then(|properties| properties.content_type.as_deref()),
-        properties.map_or(&[][..], |properties| &properties.metadata),
-        node.coordination(),
-    );
-    put_u32(out, extras.len() as u32);
-    out.extend_from_slice(&extras);
-}
-
 fn read_node(reader: &mut Reader<'_>, now: Timestamp) -> Result<NewVersion, &'static str> {
     let version = reader.u64()?;
     let etag_version = reader.u64()?;
@@ -623,14 +456,6 @@ fn read_node(reader: &mut Reader<'_>, now: Timestamp) -> Result<NewVersion, &'st
         properties: Properties::boxed(content_type, metadata),
         coordination: super::coordination_box(coordination.clamped_after_reopen(now)),
     })
-}
-
-fn put_u32(out: &mut Vec<u8>, value: u32) {
-    out.extend_from_slice(&value.to_le_bytes());
-}
-
-fn put_u64(out: &mut Vec<u8>, value: u64) {
-    out.extend_from_slice(&value.to_le_bytes());
 }
 
 /// Reads the file's fields; every length is checked before it is trusted.

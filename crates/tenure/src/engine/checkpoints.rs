@@ -1,0 +1,90 @@
+//! Checkpoints of a running store (docs/design.md §3 "The persisted index"): the index saved
+//! at a version while writers go on, so that the open after a crash loads it and replays only
+//! the log written since, instead of the whole log.
+
+use crate::engine::core::Engine;
+use crate::error::{Error, Result};
+use crate::index::checkpoint::{self, Save, SavedAt, SavedContainers, CHECKPOINT_FILE};
+
+/// The log a crash may leave to replay before a checkpoint is due: at least this much.
+const CHECKPOINT_MINIMUM_LOG_BYTES: u64 = 64 << 20;
+/// ... and at least this many times the last persisted index's size, so that saving the index
+/// (about as long as loading it) costs a bounded share of the writes, however large the store.
+const CHECKPOINT_INDEX_MULTIPLE: u64 = 4;
+
+impl Engine {
+    /// Saves the index as it stands at the newest complete version, synced, in place of the
+    /// last one. Writers go on meanwhile: a registered snapshot keeps every version the save
+    /// needs, container changes wait the few microseconds it takes to fix the version, and
+    /// compaction waits for the whole save (the saved entries name offsets in the segments it
+    /// would remove). Returns where the saved index stands, or `None` when it saved nothing: a
+    /// read-only store, or a batch not settled at that version (a later call tries again).
+    pub(crate) fn checkpoint(&self) -> Result<Option<SavedAt>> {
+        self.check_open()?;
+        if self.log.is_read_only() {
+            return Ok(None);
+        }
+        let _no_compaction = self.compaction.lock();
+        let (snapshot, anchor, containers) = {
+            let _no_container_change = self.catalog.changes.lock();
+            let snapshot = self.snapshot()?;
+            let Some(anchor) = self.log.anchor_at_completed()? else {
+                return Ok(None);
+            };
+            (snapshot, anchor, SavedContainers::of(&self.catalog))
+        };
+        // The snapshot pins every version the anchor's needs: it is at most the anchor's.
+        assert!(snapshot.version() < anchor.next_version);
+        let storage = self.log.storage();
+        let saved = checkpoint::write(
+            storage.as_ref(),
+            &anchor,
+            &self.index,
+            &containers,
+            Save::Durable,
+        )
+        .map_err(|error| {
+            Error::io(
+                storage.path().join(CHECKPOINT_FILE),
+                "save the index",
+                error,
+            )
+        })?;
+        drop(snapshot);
+        if saved.is_some() {
+            *self.checkpointed.lock() = saved;
+        }
+        Ok(saved)
+    }
+
+    /// Takes a checkpoint when the log an open after a crash would replay has grown past
+    /// the policy's bound, and the disk has room for it (`retry_after_tail`: a failed save is
+    /// tried again only once as much log again has been written).
+    pub(crate) fn checkpoint_if_due(&self, retry_after_tail: &mut u64) {
+        let slot_size = self.log.slot_size_bytes();
+        let first_slot = self.log.first_slot();
+        let tail = self.log.tail_offset();
+        let saved = *self.checkpointed.lock();
+        let replay_from = match saved {
+            Some(saved) if saved.first_slot == first_slot => saved.tail,
+            // Compaction removed segments the saved index names: the whole log would replay.
+            _ => first_slot * slot_size,
+        };
+        let file_bytes = saved.map_or(0, |saved| saved.file_bytes);
+        let due_after =
+            CHECKPOINT_MINIMUM_LOG_BYTES.max(file_bytes.saturating_mul(CHECKPOINT_INDEX_MULTIPLE));
+        if tail.saturating_sub(replay_from) < due_after
+            || tail < *retry_after_tail
+            || self.log.space_is_short()
+        {
+            return;
+        }
+        let room = self.log.storage().free_bytes().ok().flatten();
+        if room.is_some_and(|free| free < file_bytes.saturating_mul(2)) {
+            return;
+        }
+        if self.checkpoint().is_err() {
+            *retry_after_tail = tail.saturating_add(due_after);
+        }
+    }
+}
