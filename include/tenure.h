@@ -1602,6 +1602,15 @@ tenure_status tenure_store_flush(tenure_store *store);
 tenure_status tenure_store_version(const tenure_store *store, uint64_t *version_out);
 
 /*
+ Saves the index now, synced, so that an open after a crash loads it and replays only the
+ log written after this call (the background thread also takes one as the log grows;
+ docs/design.md §3 "The persisted index"). Readers and writers keep going. `*saved_out`
+ receives whether it saved one (false on a read-only store or an etcd cluster, or when a
+ batch was still settling: call again).
+ */
+tenure_status tenure_store_checkpoint(tenure_store *store, bool *saved_out);
+
+/*
  Compacts now: rewrites and removes every sealed log segment (docs/spec.md §11). Readers and writers
  keep going meanwhile. `report_out` receives what was done.
  */

@@ -738,6 +738,12 @@ public:
         detail::check(tenure_store_compact(handle_.get(), &report));
         return report;
     }
+    /// Saves the index now, so an open after a crash replays only the log after it.
+    bool checkpoint() {
+        bool saved = false;
+        detail::check(tenure_store_checkpoint(handle_.get(), &saved));
+        return saved;
+    }
     /// Waits up to `timeout_ms` (at most 24 h) for a change newer than `since`.
     bool wait_for_changes(std::uint64_t since, std::uint64_t timeout_ms) const {
         bool changed = false;

@@ -141,6 +141,7 @@ int main(void) {
     /* ---- store functions ---- */
     EACH_BAD(STORE, tenure_store *, tenure_store_close(h));
     EACH_BAD(STORE, tenure_store *, tenure_store_flush(h));
+    EACH_BAD(STORE, tenure_store *, tenure_store_checkpoint(h, &flag));
     EACH_BAD(STORE, tenure_store *, tenure_store_version(h, &number));
     EACH_BAD(STORE, tenure_store *, tenure_container_create(h, "fresh", false, 0));
     EACH_BAD(STORE, tenure_store *, tenure_container_delete(h, "items", NULL));

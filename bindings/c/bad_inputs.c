@@ -361,6 +361,11 @@ int main(void) {
     /* ---- compaction, waiting, snapshot listing ---- */
     INVALID(tenure_store_compact(NULL, &report));
     INVALID(tenure_store_compact(store, NULL));
+    INVALID(tenure_store_checkpoint(NULL, &flag));
+    INVALID(tenure_store_checkpoint(store, NULL));
+    flag = false;
+    EXPECT_OK(tenure_store_checkpoint(store, &flag));
+    EXPECT_TRUE(flag);
     INVALID(tenure_store_wait_for_changes(NULL, 0, 0, &flag));
     INVALID(tenure_store_wait_for_changes(store, 0, 0, NULL));
     INVALID(tenure_store_wait_for_changes(store, 0, 86400001, &flag));

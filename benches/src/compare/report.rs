@@ -394,8 +394,9 @@ fn extended_tables() -> Vec<Table> {
             Unit::Nanos,
             Lower,
             "the same keys loaded and synced by a process of their own, which is then killed \
-             with SIGKILL without closing: time to open and read one key (tenure replays its \
-             whole log: there is no persisted index after a crash); workload `open_after_kill`",
+             with SIGKILL without closing: time to open and read one key (tenure loads the \
+             last checkpoint its background thread took, and replays the log after it); \
+             workload `open_after_kill`",
         ),
         extended_table(
             "Open (recovery) of a large closed store",

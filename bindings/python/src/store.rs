@@ -437,6 +437,14 @@ impl Store {
         self.handle.run(py, |store| store.flush())
     }
 
+    /// Saves the index now, synced, so that an open after a crash loads it and replays only
+    /// the log written after this call (the background thread also takes one as the log
+    /// grows). Returns whether it saved one (False on a read-only store or an etcd cluster,
+    /// or when a batch was still settling: call again).
+    fn checkpoint(&self, py: Python<'_>) -> PyResult<bool> {
+        self.handle.run(py, |store| store.checkpoint())
+    }
+
     /// Reclaims the space of superseded, deleted and expired items now.
     fn compact<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let report = self.handle.run(py, |store| store.compact())?;

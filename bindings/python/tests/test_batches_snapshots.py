@@ -185,6 +185,45 @@ def test_a_reopen_after_a_clean_close_loads_the_persisted_index(tmp_path: Path, 
     assert (path / "index.checkpoint").exists()
     with tenure.open(path, durability="buffered", clock=clock) as store:
         assert store.stats()["opened_from_persisted_index"] is True
+        assert store.stats()["log_bytes_replayed_at_open"] == 0
         assert store.container("items").get("key-42").value == b"value-42"
-        # The writer's open removed it: after a crash the log is replayed.
-        assert not (path / "index.checkpoint").exists()
+        # The writer's open keeps it: it still describes the log up to where it was saved.
+        assert (path / "index.checkpoint").exists()
+
+
+_CHECKPOINT_THEN_WAIT = """
+import sys, time, tenure
+store = tenure.open(sys.argv[1], durability="buffered")
+items = store.create_container("items")
+for number in range(1000):
+    items.put(f"key-{number}", f"value-{number}".encode())
+assert store.checkpoint() is True
+for number in range(500):
+    items.put(f"key-{number}", f"after-{number}".encode())
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_after_a_kill_the_open_loads_the_checkpoint_and_replays_the_rest(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "store"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHECKPOINT_THEN_WAIT, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+    finally:
+        child.kill()
+        child.wait()
+    with tenure.open(path, read_only=True) as store:
+        stats = store.stats()
+        assert stats["opened_from_persisted_index"] is True
+        assert 0 < stats["log_bytes_replayed_at_open"] < stats["log_bytes"]
+        items = store.container("items")
+        assert items.get("key-42").value == b"after-42"
+        assert items.get("key-742").value == b"value-742"
+        assert store.checkpoint() is False

@@ -211,6 +211,26 @@ pub unsafe extern "C" fn tenure_store_version(
     })
 }
 
+/// Saves the index now, synced, so that an open after a crash loads it and replays only the
+/// log written after this call (the background thread also takes one as the log grows;
+/// docs/design.md §3 "The persisted index"). Readers and writers keep going. `*saved_out`
+/// receives whether it saved one (false on a read-only store or an etcd cluster, or when a
+/// batch was still settling: call again).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_store_checkpoint(
+    store: *mut tenure_store,
+    saved_out: *mut bool,
+) -> tenure_status {
+    guard(|| {
+        let store = store_of("store", store)?;
+        out("saved_out", saved_out)?;
+        let saved = store.checkpoint()?;
+        // SAFETY: checked non-NULL.
+        unsafe { *saved_out = saved };
+        Ok(())
+    })
+}
+
 /// What tenure_store_compact did.
 #[repr(C)]
 pub struct tenure_compaction_report {

@@ -300,14 +300,14 @@ impl Catalog {
     }
 
     /// Every incarnation, placeholders included, oldest first (by id: the version that
-    /// created it), for a persisted index (`checkpoint.rs`).
+    /// created it), for a persisted index (`checkpoint/`).
     pub fn incarnations(&self) -> Vec<Arc<Incarnation>> {
         let mut incarnations: Vec<Arc<Incarnation>> = self.by_id.pin().values().cloned().collect();
         incarnations.sort_unstable_by_key(|incarnation| incarnation.id);
         incarnations
     }
 
-    /// Restore only (`checkpoint.rs`), oldest first: adds an incarnation as the replay left
+    /// Restore only (`checkpoint/`), oldest first: adds an incarnation as the replay left
     /// it. A placeholder (no name) is known by its id only, as `by_id_or_placeholder` makes
     /// it.
     pub fn restore(&self, incarnation: Arc<Incarnation>) -> Result<(), &'static str> {

@@ -62,7 +62,7 @@ impl Index {
         Index::with_points(PointIndex::new())
     }
 
-    /// An index to restore a persisted one into (`checkpoint.rs`): the same hash seeds, tables
+    /// An index to restore a persisted one into (`checkpoint/`): the same hash seeds, tables
     /// sized for `expected_items`.
     pub fn with_seeds(seeds: [u64; 4], expected_items: usize) -> Index {
         Index::with_points(PointIndex::with_seeds(seeds, expected_items))
@@ -79,7 +79,7 @@ impl Index {
     }
 
     /// Adds a slot for `index_key`, which must not have one, with `head` as its only version
-    /// (a persisted index's entry, `checkpoint.rs`).
+    /// (a persisted index's entry, `checkpoint/`).
     pub fn restore_slot(
         &self,
         index_key: &[u8],

@@ -26,7 +26,8 @@ only how a call runs, chosen so the event loop never waits on the disk or on ano
 - A call that waits for the disk or for time — with ``durability="sync"`` every write, lease
   and lock actions included (it returns once its record is on stable storage; concurrent
   writers share one flush), a batch
-  commit, a listing page, a change-feed page, `count`, `flush`, `compact`, `open`, `close` —
+  commit, a listing page, a change-feed page, `count`, `flush`, `compact`, `checkpoint`,
+  `open`, `close` —
   runs on the store's thread pool (``executor_threads``, 32 by default), the GIL released
   while the engine works.
 - A waiting lease acquire (``wait=``) and `wait_for_changes` wait on threads of their own,

@@ -206,6 +206,11 @@ class Store:
         """Reclaims the space of superseded, deleted and expired items now."""
         return await self._offload(self._store.compact)
 
+    async def checkpoint(self) -> bool:
+        """Saves the index now, so an open after a crash replays only what follows (see
+        ``tenure.Store.checkpoint``)."""
+        return await self._offload(self._store.checkpoint)
+
     async def stats(self) -> Dict[str, Union[int, bool, None]]:
         """What the store holds and how full it is (see ``tenure.Store.stats``)."""
         return await self._offload(self._store.stats)
