@@ -489,7 +489,8 @@ typedef struct {
    */
   uint64_t change_feed_retention_bytes;
   /*
-   1 = no background compaction thread (0 = the default: one).
+   1 = no background compaction thread, which also takes checkpoints (0 = the default:
+   one).
    */
   uint32_t disable_background_compaction;
   /*

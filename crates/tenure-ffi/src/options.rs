@@ -149,7 +149,8 @@ pub struct tenure_open_options {
     /// The change feed keeps at least the history within this many bytes of the log's tail;
     /// 0 = no such bound.
     pub change_feed_retention_bytes: u64,
-    /// 1 = no background compaction thread (0 = the default: one).
+    /// 1 = no background compaction thread, which also takes checkpoints (0 = the default:
+    /// one).
     pub disable_background_compaction: u32,
     /// 1 = open for reading only (docs/spec.md §1): beside a process that has the store open,
     /// or on files this process cannot write. No lock, nothing written; every write fails

@@ -18,8 +18,9 @@ pub struct StoreOptions {
     pub segment_size_bytes: u64,
     pub limits: Limits,
     pub clock: Arc<dyn Clock>,
-    /// How often a background thread looks for sealed segments to compact; `None` leaves
-    /// compaction to explicit `compact()` calls.
+    /// How often a background thread looks for sealed segments to compact (it also takes
+    /// checkpoints of the index as the log grows); `None` starts no such thread, leaving
+    /// compaction to `compact()` calls and checkpoints to `checkpoint()` calls.
     pub background_compaction_interval: Option<std::time::Duration>,
     /// The background thread compacts once at least this many segments are sealed.
     pub background_compaction_sealed_segments: usize,

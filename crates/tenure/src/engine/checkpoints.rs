@@ -18,13 +18,17 @@ impl Engine {
     /// needs, container changes wait the few microseconds it takes to fix the version, and
     /// compaction waits for the whole save (the saved entries name offsets in the segments it
     /// would remove). Returns where the saved index stands, or `None` when it saved nothing: a
-    /// read-only store, or a batch not settled at that version (a later call tries again).
-    pub(crate) fn checkpoint(&self) -> Result<Option<SavedAt>> {
+    /// read-only store, or a batch not settled at that version (a later call tries again), or
+    /// `cancelled` said so while it was saving.
+    pub(crate) fn checkpoint(&self, cancelled: &dyn Fn() -> bool) -> Result<Option<SavedAt>> {
         self.check_open()?;
         if self.log.is_read_only() {
             return Ok(None);
         }
         let _no_compaction = self.compaction.lock();
+        // Most of the log made durable first, outside the locks below and before the
+        // snapshot, which makes every write meanwhile link a version node.
+        self.log.flush()?;
         let (snapshot, anchor, containers) = {
             let _no_container_change = self.catalog.changes.lock();
             let snapshot = self.snapshot()?;
@@ -42,6 +46,9 @@ impl Engine {
             &self.index,
             &containers,
             Save::Durable,
+            cancelled,
+            // The index is read: writers may replace heads again while the file syncs.
+            || drop(snapshot),
         )
         .map_err(|error| {
             Error::io(
@@ -50,7 +57,6 @@ impl Engine {
                 error,
             )
         })?;
-        drop(snapshot);
         if saved.is_some() {
             *self.checkpointed.lock() = saved;
         }
@@ -59,8 +65,13 @@ impl Engine {
 
     /// Takes a checkpoint when the log an open after a crash would replay has grown past
     /// the policy's bound, and the disk has room for it (`retry_after_tail`: a failed save is
-    /// tried again only once as much log again has been written).
-    pub(crate) fn checkpoint_if_due(&self, retry_after_tail: &mut u64) {
+    /// tried again only once as much log again has been written). A store that is closing
+    /// cancels it (`cancelled`): its close saves the index itself.
+    pub(crate) fn checkpoint_if_due(
+        &self,
+        retry_after_tail: &mut u64,
+        cancelled: &dyn Fn() -> bool,
+    ) {
         let slot_size = self.log.slot_size_bytes();
         let first_slot = self.log.first_slot();
         let tail = self.log.tail_offset();
@@ -83,7 +94,7 @@ impl Engine {
         if room.is_some_and(|free| free < file_bytes.saturating_mul(2)) {
             return;
         }
-        if self.checkpoint().is_err() {
+        if self.checkpoint(cancelled).is_err() {
             *retry_after_tail = tail.saturating_add(due_after);
         }
     }

@@ -309,6 +309,8 @@ impl LocalStore {
                 &engine.index,
                 &checkpoint::SavedContainers::of(&engine.catalog),
                 checkpoint::Save::Unsynced,
+                &|| false,
+                || {},
             );
         }
     }
@@ -576,7 +578,7 @@ impl Backend for LocalStore {
     }
 
     fn checkpoint(&self) -> Result<bool> {
-        Ok(self.engine.checkpoint()?.is_some())
+        Ok(self.engine.checkpoint(&|| false)?.is_some())
     }
 
     fn sweep_expired(&self, max_items: usize) -> Result<usize> {

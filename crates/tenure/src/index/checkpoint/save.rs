@@ -44,19 +44,26 @@ pub enum Save {
     Unsynced,
 }
 
+/// Items between two looks at whether the save was cancelled.
+const CANCEL_CHECK_ITEMS: u64 = 1 << 14;
+
 /// Saves the index and catalog as they stood at `anchor`: every item's newest committed
 /// version below the anchor's next version, which is in the index alongside any newer ones as
 /// long as a snapshot at that version is registered (a running store's checkpoint) or nothing
 /// is written (a clean close). Returns `Ok(false)`, saving nothing, when an item's version at
 /// the anchor is still pending (a batch not settled yet, or one a close cut short). The file
 /// is written under a temporary name and renamed over the old one, so an open (in this or
-/// another process) finds the old file or the new one whole.
+/// another process) finds the old file or the new one whole. `cancelled` is asked now and
+/// then: once it says so, the save stops and saves nothing (a store closing, say). `written`
+/// is called once the index has been read and written out, before the file is synced.
 pub fn write(
     storage: &dyn Storage,
     anchor: &LogAnchor,
     index: &Index,
     containers: &SavedContainers,
     save: Save,
+    cancelled: &dyn Fn() -> bool,
+    written: impl FnOnce(),
 ) -> io::Result<Option<SavedAt>> {
     const TEMPORARY_FILE: &str = "index.checkpoint.new";
     match storage.remove(TEMPORARY_FILE) {
@@ -64,11 +71,12 @@ pub fn write(
         _ => {}
     }
     let file = storage.open(TEMPORARY_FILE, true)?;
-    let Some(file_bytes) = write_file(file.as_ref(), anchor, index, containers)? else {
+    let Some(file_bytes) = write_file(file.as_ref(), anchor, index, containers, cancelled)? else {
         drop(file);
         let _ = storage.remove(TEMPORARY_FILE);
         return Ok(None);
     };
+    written();
     if save == Save::Durable {
         file.sync_data()?;
     }
@@ -88,6 +96,7 @@ fn write_file(
     anchor: &LogAnchor,
     index: &Index,
     containers: &SavedContainers,
+    cancelled: &dyn Fn() -> bool,
 ) -> io::Result<Option<u64>> {
     let guard = crossbeam_epoch::pin();
     file.allocate(0, HEADER_BYTES as u64)?;
@@ -131,6 +140,9 @@ fn write_file(
         }
         items += 1;
         body.spill()?;
+        if items % CANCEL_CHECK_ITEMS == 0 && cancelled() {
+            return Ok(None);
+        }
     }
     for start in &chunk_starts {
         put_u64(&mut body.buffer, *start);
