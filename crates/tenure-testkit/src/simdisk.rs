@@ -239,6 +239,20 @@ impl SimStorage {
         file.durable.lock()[offset..offset + bytes.len()].copy_from_slice(bytes);
     }
 
+    /// Gives back the space of a file no name holds any more (removed, or replaced by a
+    /// rename). Called without `files` held: a file's own locks are never taken under it.
+    fn release_pages(&self, file: &SimFile) {
+        let pages = file
+            .allocated_pages
+            .lock()
+            .iter()
+            .filter(|page| **page)
+            .count();
+        self.disk
+            .allocated_page_count
+            .fetch_sub(pages as u64, Ordering::SeqCst);
+    }
+
     pub fn file_names(&self) -> Vec<String> {
         self.disk.files.lock().keys().cloned().collect()
     }
@@ -371,15 +385,7 @@ impl Storage for SimStorage {
             .lock()
             .remove(name)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, name.to_owned()))?;
-        let pages = file
-            .allocated_pages
-            .lock()
-            .iter()
-            .filter(|page| **page)
-            .count();
-        self.disk
-            .allocated_page_count
-            .fetch_sub(pages as u64, Ordering::SeqCst);
+        self.release_pages(&file);
         Ok(())
     }
 
@@ -394,15 +400,7 @@ impl Storage for SimStorage {
         };
         // Lock order: `files` is never held while a file's own locks are taken.
         if let Some(replaced) = replaced {
-            let pages = replaced
-                .allocated_pages
-                .lock()
-                .iter()
-                .filter(|page| **page)
-                .count();
-            self.disk
-                .allocated_page_count
-                .fetch_sub(pages as u64, Ordering::SeqCst);
+            self.release_pages(&replaced);
         }
         Ok(())
     }

@@ -805,33 +805,19 @@ fn the_background_thread_takes_a_checkpoint_once_the_log_has_grown() {
     store.create_container("big", &Default::default()).unwrap();
     let value = vec![7u8; 16 << 10];
     let has_checkpoint = || disk.file_names().iter().any(|name| name == CHECKPOINT_FILE);
-    let mut written = 0u32;
+    let put_keys = |keys: std::ops::Range<u32>| {
+        for key in keys {
+            store
+                .put("big", &key.to_be_bytes(), &value, &WriteOptions::default())
+                .unwrap();
+        }
+    };
     // 60 MiB: not due yet.
-    while written < 3_840 {
-        store
-            .put(
-                "big",
-                &written.to_be_bytes(),
-                &value,
-                &WriteOptions::default(),
-            )
-            .unwrap();
-        written += 1;
-    }
+    put_keys(0..3_840);
     std::thread::sleep(Duration::from_millis(100));
     assert!(!has_checkpoint(), "a checkpoint before 64 MiB of log");
-    // Past 64 MiB: due at the next wake.
-    while written < 4_400 {
-        store
-            .put(
-                "big",
-                &written.to_be_bytes(),
-                &value,
-                &WriteOptions::default(),
-            )
-            .unwrap();
-        written += 1;
-    }
+    // Past 64 MiB: due at the next look.
+    put_keys(3_840..4_400);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !has_checkpoint() {
         assert!(

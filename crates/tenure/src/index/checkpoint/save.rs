@@ -118,12 +118,11 @@ fn write_file(
     let mut chunk_starts = Vec::new();
     for slot in index.slots(&guard) {
         let entry = match settled_version_at(&slot, version, anchor.tail, &guard) {
-            AtVersion::Plain(value_offset) => SavedEntry::Plain(value_offset),
-            AtVersion::Node(node) => SavedEntry::Node(node),
+            Ok(Some(entry)) => entry,
             // A key that had no version then (or whose only one a batch took back: the
             // replay makes no slot for it).
-            AtVersion::Absent => continue,
-            AtVersion::Pending => return Ok(None),
+            Ok(None) => continue,
+            Err(Unsettled) => return Ok(None),
         };
         if items % LOAD_CHUNK_ITEMS == 0 {
             chunk_starts.push(body.position());
@@ -185,22 +184,15 @@ fn write_file(
     Ok(Some(HEADER_BYTES as u64 + body_bytes))
 }
 
+/// A key's version as a reader at the saved version would see it: the newest committed one
+/// at most that new.
 enum SavedEntry<'g> {
     Plain(u64),
     Node(&'g VersionNode),
 }
 
-/// A key's version as a reader at `version` would see it, the newest committed one at most
-/// that new, told apart without reading the log: versions and log offsets are handed out
-/// together in one order, so a plain head (a value offset) is at most `version` exactly when
-/// its value lies below `tail`, the end of that version's record.
-enum AtVersion<'g> {
-    Plain(u64),
-    Node(&'g VersionNode),
-    Absent,
-    /// A version at most `version` that is neither committed nor aborted yet.
-    Pending,
-}
+/// A version at most the saved one that is neither committed nor aborted yet.
+struct Unsettled;
 
 /// [`version_at`], waiting a little for a pending version to settle: a batch's versions
 /// settle right after its record completes, which it has when it is at most `version`.
@@ -209,50 +201,50 @@ fn settled_version_at<'g>(
     version: u64,
     tail: u64,
     guard: &'g crossbeam_epoch::Guard,
-) -> AtVersion<'g> {
+) -> Result<Option<SavedEntry<'g>>, Unsettled> {
     const SETTLE_ATTEMPTS: usize = 1_000;
     for _ in 0..SETTLE_ATTEMPTS {
         match version_at(slot, version, tail, guard) {
-            AtVersion::Pending => std::thread::yield_now(),
+            Err(Unsettled) => std::thread::yield_now(),
             settled => return settled,
         }
     }
-    AtVersion::Pending
+    Err(Unsettled)
 }
 
+/// The key's version at `version` (`None`: it had none then), told apart without reading the
+/// log: versions and log offsets are handed out together in one order, so a plain head (a
+/// value offset) is at most `version` exactly when its value lies below `tail`, the end of
+/// that version's record.
 fn version_at<'g>(
     slot: &ItemSlot,
     version: u64,
     tail: u64,
     guard: &'g crossbeam_epoch::Guard,
-) -> AtVersion<'g> {
+) -> Result<Option<SavedEntry<'g>>, Unsettled> {
     let mut current = slot.head().load(Ordering::Acquire, guard);
     loop {
         if current.is_null() {
-            return AtVersion::Absent;
+            return Ok(None);
         }
         if let Some(value_offset) = head::offset_of(current) {
             // A plain version ends its chain.
-            return if value_offset < tail {
-                AtVersion::Plain(value_offset)
-            } else {
-                AtVersion::Absent
-            };
+            return Ok((value_offset < tail).then_some(SavedEntry::Plain(value_offset)));
         }
         if let Some(value_offset) = head::pending_offset_of(current) {
             return if value_offset < tail {
-                AtVersion::Pending
+                Err(Unsettled)
             } else {
-                AtVersion::Absent
+                Ok(None)
             };
         }
         let Some(node) = node_of(current) else {
-            return AtVersion::Absent;
+            return Ok(None);
         };
         if node.version <= version {
             match node.status.load(Ordering::Acquire) {
-                COMMITTED => return AtVersion::Node(node),
-                PENDING => return AtVersion::Pending,
+                COMMITTED => return Ok(Some(SavedEntry::Node(node))),
+                PENDING => return Err(Unsettled),
                 _ => {}
             }
         }
