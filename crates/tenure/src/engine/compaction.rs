@@ -647,42 +647,42 @@ impl BackgroundCompaction {
                         }
                     }
                     let Some(store) = store.upgrade() else { return };
-                    if std::time::Instant::now() < next_pass {
-                        store.checkpoint_if_due(&mut checkpoint_retry_after_tail, &stopping);
-                        continue;
+                    if std::time::Instant::now() >= next_pass {
+                        next_pass = std::time::Instant::now() + interval;
+                        // Record expiries first, so compaction can drop them. Bounded per wake:
+                        // 65,536 items take about 20 ms (cold, 1M items), so a store of any size
+                        // costs about 2% of a CPU; a whole walk of 1M items takes 16 wakes.
+                        const SWEEP_ITEMS_PER_WAKE: usize = 65_536;
+                        const SWEEP_RECORDED_PER_WAKE: usize = 10_000;
+                        if store
+                            .sweep_expired_step(
+                                &mut sweep_cursor,
+                                SWEEP_ITEMS_PER_WAKE,
+                                SWEEP_RECORDED_PER_WAKE,
+                            )
+                            .is_err()
+                        {
+                            return;
+                        }
+                        let sealed = store.log.sealed_segments();
+                        let oldest = sealed.first().map(|(first_slot, _)| *first_slot);
+                        let looked_at_already = left_live.is_some_and(|(slot, count)| {
+                            Some(slot) == oldest && sealed.len() <= count
+                        });
+                        if sealed.len() >= sealed_segments_threshold.max(1) && !looked_at_already {
+                            // A failure here (a poisoned log, a closed store) surfaces to the next
+                            // caller of the store itself; the compactor just stops.
+                            left_live = match store.compact_sealed() {
+                                Ok(BackgroundPass::OldestMostlyLive) => {
+                                    oldest.map(|slot| (slot, sealed.len()))
+                                }
+                                Ok(BackgroundPass::Cleaned) => None,
+                                Err(_) => return,
+                            };
+                        }
                     }
-                    next_pass = std::time::Instant::now() + interval;
-                    // Record expiries first, so compaction can drop them. Bounded per wake: 65,536
-                    // items take about 20 ms (cold, 1M items), so a store of any size costs about
-                    // 2% of a CPU; a whole walk of 1M items takes 16 wakes.
-                    const SWEEP_ITEMS_PER_WAKE: usize = 65_536;
-                    const SWEEP_RECORDED_PER_WAKE: usize = 10_000;
-                    if store
-                        .sweep_expired_step(
-                            &mut sweep_cursor,
-                            SWEEP_ITEMS_PER_WAKE,
-                            SWEEP_RECORDED_PER_WAKE,
-                        )
-                        .is_err()
-                    {
-                        return;
-                    }
-                    let sealed = store.log.sealed_segments();
-                    let oldest = sealed.first().map(|(first_slot, _)| *first_slot);
-                    let looked_at_already = left_live
-                        .is_some_and(|(slot, count)| Some(slot) == oldest && sealed.len() <= count);
-                    if sealed.len() >= sealed_segments_threshold.max(1) && !looked_at_already {
-                        // A failure here (a poisoned log, a closed store) surfaces to the next
-                        // caller of the store itself; the compactor just stops.
-                        left_live = match store.compact_sealed() {
-                            Ok(BackgroundPass::OldestMostlyLive) => {
-                                oldest.map(|slot| (slot, sealed.len()))
-                            }
-                            Ok(BackgroundPass::Cleaned) => None,
-                            Err(_) => return,
-                        };
-                    }
-                    // After compaction, which may have removed segments a saved index names.
+                    // On every wake, and after a pass, whose compaction may have removed segments
+                    // a saved index names.
                     store.checkpoint_if_due(&mut checkpoint_retry_after_tail, &stopping);
                 }
             },
