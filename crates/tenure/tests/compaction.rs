@@ -686,6 +686,7 @@ fn a_stream_of_short_snapshots_does_not_keep_segments_forever() {
         }
     }
     let stop = std::sync::atomic::AtomicBool::new(false);
+    let snapshots_taken = std::sync::atomic::AtomicU64::new(0);
     let report = std::thread::scope(|scope| {
         let reader = scope.spawn(|| {
             let mut snapshots = 0u64;
@@ -697,9 +698,20 @@ fn a_stream_of_short_snapshots_does_not_keep_segments_forever() {
                     .unwrap();
                 assert_eq!(item.value.unwrap(), value(key, 2));
                 snapshots += 1;
+                snapshots_taken.store(snapshots, std::sync::atomic::Ordering::Release);
             }
             snapshots
         });
+        // The reader is under way before compaction starts: on a loaded machine a compaction
+        // of this small store could otherwise finish before the reader's first snapshot.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while snapshots_taken.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the reader never started"
+            );
+            std::thread::yield_now();
+        }
         let report = store.compact().unwrap();
         stop.store(true, std::sync::atomic::Ordering::Release);
         assert!(reader.join().unwrap() > 0);
