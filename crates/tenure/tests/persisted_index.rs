@@ -856,3 +856,104 @@ fn the_background_thread_takes_a_checkpoint_once_the_log_has_grown() {
     );
     assert_eq!(summary(&store), expected);
 }
+
+/// The item count a persisted index's header gives (`index/checkpoint/mod.rs`: items u64 at 80).
+fn saved_items(files: &Files) -> u64 {
+    let header = &files[CHECKPOINT_FILE];
+    u64::from_le_bytes(header[80..88].try_into().unwrap())
+}
+
+/// A deleted key is left out of the saved index (the log's compaction drops its record too):
+/// the file holds the live items, and the open reads as a replay, also once the deleted keys
+/// are written again after it.
+#[test]
+fn a_saved_index_leaves_out_deleted_keys_and_reads_as_the_replay() {
+    let clock = ManualClock::new(START_MICROS);
+    let disk = SimStorage::new();
+    let store = Store::open_with_storage(Arc::new(disk.clone()), options(&clock, false)).unwrap();
+    store.create_container("c", &Default::default()).unwrap();
+    let key = |index: u32| format!("key-{index:05}").into_bytes();
+    for index in 0..200 {
+        store
+            .put("c", &key(index), b"value", &WriteOptions::default())
+            .unwrap();
+    }
+    for index in (0..200).step_by(2) {
+        store
+            .delete("c", &key(index), &WriteOptions::default())
+            .unwrap();
+    }
+    assert!(store.checkpoint().unwrap());
+    assert_eq!(saved_items(&disk.current_files()), 100);
+    // Written again after the checkpoint: the replay after it brings them back.
+    for index in (0..20).step_by(2) {
+        store
+            .put("c", &key(index), b"again", &WriteOptions::default())
+            .unwrap();
+    }
+    store.compact().unwrap();
+    let expected = dump(&store);
+    let crashed = disk.crash(&mut StdRng::seed_from_u64(5), CrashPolicy::DropAll);
+    drop(store);
+    let files = crashed.current_files();
+    for files in [files.clone(), without_checkpoint(&files)] {
+        let store = open(&files, &clock, true);
+        assert_eq!(dump(&store), expected);
+    }
+    let store = open(&files, &clock, false);
+    store.close().unwrap();
+}
+
+/// Once compaction removes a segment the saved index names, the file is deleted at once: no
+/// open could use it, and it would take as much disk as the index. A writer's open deletes a
+/// file it could not use the same way.
+#[test]
+fn a_saved_index_that_no_longer_describes_the_log_is_deleted() {
+    let clock = ManualClock::new(START_MICROS);
+    let disk = SimStorage::new();
+    let store = Store::open_with_storage(Arc::new(disk.clone()), options(&clock, false)).unwrap();
+    store.create_container("c", &Default::default()).unwrap();
+    let has_checkpoint =
+        |disk: &SimStorage| disk.file_names().iter().any(|name| name == CHECKPOINT_FILE);
+    for round in 0..3 {
+        for index in 0..100u32 {
+            store
+                .put(
+                    "c",
+                    &index.to_be_bytes(),
+                    format!("round {round}").as_bytes(),
+                    &WriteOptions::default(),
+                )
+                .unwrap();
+        }
+        if round == 0 {
+            assert!(store.checkpoint().unwrap());
+            assert!(has_checkpoint(&disk));
+        }
+    }
+    let report = store.compact().unwrap();
+    assert!(report.segments_removed > 0);
+    assert!(!has_checkpoint(&disk), "a stale saved index left on disk");
+    let expected = dump(&store);
+    let crashed = disk.crash(&mut StdRng::seed_from_u64(6), CrashPolicy::DropAll);
+    drop(store);
+    let files = crashed.current_files();
+    let store = open(&files, &clock, true);
+    assert!(!from_persisted_index(&store));
+    assert_eq!(dump(&store), expected);
+    drop(store);
+    // A damaged file: a read-only open leaves it, a writer's open deletes it.
+    let (mut files, expected, clock) = closed_store(12, b"last");
+    files.get_mut(CHECKPOINT_FILE).unwrap()[100] ^= 0xFF;
+    let store = open(&files, &clock, true);
+    assert!(!from_persisted_index(&store));
+    drop(store);
+    let disk = SimStorage::with_files(files);
+    let store = Store::open_with_storage(Arc::new(disk.clone()), options(&clock, false)).unwrap();
+    assert!(!from_persisted_index(&store));
+    assert!(
+        !has_checkpoint(&disk),
+        "an unusable saved index left on disk"
+    );
+    assert_eq!(dump(&store), expected);
+}

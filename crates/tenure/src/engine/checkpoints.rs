@@ -21,11 +21,20 @@ impl Engine {
     /// read-only store, or a batch not settled at that version (a later call tries again), or
     /// `cancelled` said so while it was saving.
     pub(crate) fn checkpoint(&self, cancelled: &dyn Fn() -> bool) -> Result<Option<SavedAt>> {
+        let _no_compaction = self.compaction.lock();
+        self.checkpoint_locked(cancelled)
+    }
+
+    /// [`Engine::checkpoint`], the caller holding `compaction`. Why the whole save holds it:
+    /// besides the offsets the saved entries name, the file leaves out deleted keys, which is
+    /// safe only while no relocation older than their deletion can follow the anchor
+    /// (`checkpoint::write`). A compaction that starts later reads every item at a version
+    /// past the anchor's, so what it copies forward is never older than a deletion saved.
+    fn checkpoint_locked(&self, cancelled: &dyn Fn() -> bool) -> Result<Option<SavedAt>> {
         self.check_open()?;
         if self.log.is_read_only() {
             return Ok(None);
         }
-        let _no_compaction = self.compaction.lock();
         // Most of the log made durable first, outside the locks below and before the
         // snapshot, which makes every write meanwhile link a version node.
         self.log.flush()?;
@@ -72,14 +81,19 @@ impl Engine {
         retry_after_tail: &mut u64,
         cancelled: &dyn Fn() -> bool,
     ) {
+        // Looked at while no compaction runs: one that is moving the tail forward into new
+        // segments, before it removes the old ones, would make the whole log seem due.
+        let Some(_no_compaction) = self.compaction.try_lock() else {
+            return;
+        };
         let slot_size = self.log.slot_size_bytes();
         let first_slot = self.log.first_slot();
         let tail = self.log.tail_offset();
+        self.remove_stale_saved_index();
         let saved = *self.checkpointed.lock();
         let replay_from = match saved {
-            Some(saved) if saved.first_slot == first_slot => saved.tail,
-            // Compaction removed segments the saved index names: the whole log would replay.
-            _ => first_slot * slot_size,
+            Some(saved) => saved.tail,
+            None => first_slot * slot_size,
         };
         let file_bytes = saved.map_or(0, |saved| saved.file_bytes);
         let due_after =
@@ -94,8 +108,19 @@ impl Engine {
         if room.is_some_and(|free| free < file_bytes.saturating_mul(2)) {
             return;
         }
-        if self.checkpoint(cancelled).is_err() {
+        if self.checkpoint_locked(cancelled).is_err() {
             *retry_after_tail = tail.saturating_add(due_after);
+        }
+    }
+
+    /// Deletes the saved index once compaction has removed segments it names: it no longer
+    /// describes the log (an open would replay the whole log anyway). The caller holds
+    /// `compaction`. A failure leaves the file: the next open rejects it all the same.
+    pub(crate) fn remove_stale_saved_index(&self) {
+        let mut saved = self.checkpointed.lock();
+        if saved.is_some_and(|saved| saved.first_slot != self.log.first_slot()) {
+            *saved = None;
+            let _ = self.log.storage().remove(CHECKPOINT_FILE);
         }
     }
 }

@@ -198,6 +198,7 @@ impl Engine {
         if report.segments_removed > 0 {
             // Give the disk back now, not whenever epoch garbage is next collected.
             self.log.collect_removed_segments();
+            self.remove_stale_saved_index();
         }
         Ok((report, stopped_at_live))
     }

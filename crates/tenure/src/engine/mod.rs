@@ -90,6 +90,11 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
         checkpoint,
         replayed_log_bytes,
     } = replay_log(&storage, &log_options, now)?;
+    if checkpoint.is_none() && !options.read_only {
+        // A saved index the open could not use describes no state of this log: it would only
+        // take disk. (A failure leaves it, for the next open to reject again.)
+        let _ = storage.remove(checkpoint::CHECKPOINT_FILE);
+    }
     let background_interval = options.background_compaction_interval;
     let shared = Arc::new(Engine {
         log,

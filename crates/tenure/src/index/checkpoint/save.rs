@@ -118,6 +118,11 @@ fn write_file(
     let mut chunk_starts = Vec::new();
     for slot in index.slots(&guard) {
         let entry = match settled_version_at(&slot, version, anchor.tail, &guard) {
+            // A deletion that says nothing else: the key is left out, as the log's
+            // compaction leaves out its record. The replay after the anchor cannot bring an
+            // older version back: only relocations carry old versions, and the caller makes
+            // sure none older than the anchor follows it.
+            Ok(Some(SavedEntry::Node(node))) if is_bare_deletion(node) => continue,
             Ok(Some(entry)) => entry,
             // A key that had no version then (or whose only one a batch took back: the
             // replay makes no slot for it).
@@ -189,6 +194,15 @@ fn write_file(
 enum SavedEntry<'g> {
     Plain(u64),
     Node(&'g VersionNode),
+}
+
+/// Whether `node` only says its key was deleted: no ETag of its own, no properties, no
+/// coordination (a lease's fence, a lock), which a key without a version would not keep.
+fn is_bare_deletion(node: &VersionNode) -> bool {
+    node.value().is_none()
+        && node.etag_version() == node.version
+        && node.properties().is_none()
+        && node.coordination().is_none()
 }
 
 /// A version at most the saved one that is neither committed nor aborted yet.
