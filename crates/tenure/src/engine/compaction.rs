@@ -77,7 +77,8 @@ pub(crate) enum BackgroundPass {
 /// A record of the segment being compacted that may make its item depend on the segment.
 struct Candidate {
     container_id: u64,
-    key: Vec<u8>,
+    /// Where its key lies in the pass's `Keys`.
+    key: std::ops::Range<usize>,
     /// The version of the record (for a relocated item, of the original write).
     record_version: Version,
 }
@@ -92,9 +93,10 @@ struct Relocation {
     candidate: Candidate,
     version: Version,
     etag_version: Version,
-    key: Vec<u8>,
     container_id: u64,
-    value: Option<Vec<u8>>,
+    /// Read from the log when its record is written, not copied ahead: a pass holds a whole
+    /// segment's relocations at once.
+    value: Option<ValueLocation>,
     last_modified: u64,
     expires_at: Option<u64>,
     properties: Properties,
@@ -238,6 +240,9 @@ impl Engine {
         let segment_end = segment_start + segment_bytes;
         let mut live_containers = BTreeSet::new();
         let mut candidates: Vec<Candidate> = Vec::new();
+        // One buffer for every candidate's key: a segment has hundreds of thousands of them,
+        // and an allocation each would stay in the allocator's free lists after the pass.
+        let mut keys = Keys::default();
         let mut newest_version = 0;
         self.log
             .scan_segment(first_slot, &mut |version, location, payload| {
@@ -249,7 +254,7 @@ impl Engine {
                         for item in items {
                             candidates.push(Candidate {
                                 container_id: item.write.container_id,
-                                key: item.write.key.to_vec(),
+                                key: keys.add(item.write.key),
                                 record_version: version,
                             });
                         }
@@ -258,7 +263,7 @@ impl Engine {
                         for (original, item) in items {
                             candidates.push(Candidate {
                                 container_id: item.write.container_id,
-                                key: item.write.key.to_vec(),
+                                key: keys.add(item.write.key),
                                 record_version: original,
                             });
                         }
@@ -268,7 +273,7 @@ impl Engine {
                     } => {
                         candidates.push(Candidate {
                             container_id,
-                            key: key.to_vec(),
+                            key: keys.add(key),
                             record_version: version,
                         });
                     }
@@ -298,9 +303,14 @@ impl Engine {
             let mut seen = std::collections::HashSet::new();
             let mut relocations = Vec::new();
             for candidate in candidates {
-                if let Some(relocation) =
-                    self.live_version(candidate, segment_start..segment_end, visible, now, &guard)?
-                {
+                if let Some(relocation) = self.live_version(
+                    candidate,
+                    &keys,
+                    segment_start..segment_end,
+                    visible,
+                    now,
+                    &guard,
+                )? {
                     if seen.insert(relocation.node_address) {
                         relocations.push(relocation);
                     }
@@ -310,11 +320,7 @@ impl Engine {
                 if let Some(percent) = minimum_dead_percent {
                     let live_bytes: u64 = relocations
                         .iter()
-                        .map(|relocation| {
-                            (relocation.key.len() + relocation.value.as_ref().map_or(0, Vec::len))
-                                as u64
-                                + RELOCATED_ITEM_OVERHEAD_BYTES
-                        })
+                        .map(|relocation| relocation.bytes() as u64 + RELOCATED_ITEM_OVERHEAD_BYTES)
                         .sum();
                     if live_bytes * 100 > segment_bytes * (100 - percent.min(100)) {
                         return Ok(Cleaning::MostlyLive);
@@ -326,7 +332,7 @@ impl Engine {
             }
             candidates = Vec::new();
             for group in group_by_size(relocations) {
-                let (relocated, lost) = self.write_relocations(group)?;
+                let (relocated, lost) = self.write_relocations(group, &keys)?;
                 report.items_relocated += relocated;
                 candidates.extend(lost);
             }
@@ -365,24 +371,21 @@ impl Engine {
     fn live_version(
         &self,
         candidate: Candidate,
+        keys: &Keys,
         segment: std::ops::Range<u64>,
         visible: Version,
         now: u64,
         guard: &crossbeam_epoch::Guard,
     ) -> Result<Option<Relocation>> {
-        let Candidate {
-            container_id,
-            key,
-            record_version,
-        } = candidate;
         let Some(incarnation) = self
             .catalog
-            .by_id(container_id)
+            .by_id(candidate.container_id)
             .filter(|incarnation| incarnation.is_live())
         else {
             return Ok(None);
         };
-        let Some(slot) = self.index.get(&index_key(incarnation.id, &key)) else {
+        let key = keys.get(&candidate.key);
+        let Some(slot) = self.index.get(&index_key(incarnation.id, key)) else {
             return Ok(None);
         };
         // As a plain read: a writer's prune may have left nothing at `visible` (it keeps only
@@ -395,7 +398,7 @@ impl Engine {
             VersionRef::Plain(_, offset) => Some(*offset),
             VersionRef::Node(_) => None,
         };
-        let depends = current.version == record_version
+        let depends = current.version == candidate.record_version
             || current
                 .value()
                 .is_some_and(|value| segment.contains(&value.offset()))
@@ -414,23 +417,14 @@ impl Engine {
             }
             return Ok(None);
         }
-        let value = match current.value() {
-            Some(location) => Some(self.value_bytes(location, guard)?.to_vec()),
-            None => None,
-        };
         Ok(Some(Relocation {
             node_address: current.word(),
             slot,
             version: current.version,
             etag_version: current.etag_version(),
             container_id: incarnation.id,
-            candidate: Candidate {
-                container_id,
-                key: key.clone(),
-                record_version,
-            },
-            key,
-            value,
+            candidate,
+            value: current.value(),
             last_modified: current.last_modified,
             expires_at: current.expires_at(),
             properties: current.properties().cloned().unwrap_or_default(),
@@ -440,18 +434,30 @@ impl Engine {
 
     /// Writes a group's relocation records and swaps each still-current version for its copy;
     /// returns how many were swapped, and the candidates of those written meanwhile.
-    fn write_relocations(&self, group: Vec<Relocation>) -> Result<(u64, Vec<Candidate>)> {
+    fn write_relocations(
+        &self,
+        group: Vec<Relocation>,
+        keys: &Keys,
+    ) -> Result<(u64, Vec<Candidate>)> {
         assert!(!group.is_empty(), "groups are never empty");
         let mut value_locations = Vec::with_capacity(group.len());
         let mut record = RelocationRecord::default();
-        for relocation in &group {
-            let write = relocation.item_write();
-            if !record.fits(&write) {
-                record.write(self, &mut value_locations)?;
+        let last_version = {
+            // The values are read where they lie: the segments stay mapped while pinned.
+            let guard = crossbeam_epoch::pin();
+            for relocation in &group {
+                let value = match relocation.value {
+                    Some(location) => Some(self.value_bytes(location, &guard)?),
+                    None => None,
+                };
+                let write = relocation.item_write(keys.get(&relocation.candidate.key), value);
+                if !record.fits(&write) {
+                    record.write(self, &mut value_locations)?;
+                }
+                record.push(relocation.version, &write);
             }
-            record.push(relocation.version, &write);
-        }
-        let last_version = record.write(self, &mut value_locations)?;
+            record.write(self, &mut value_locations)?
+        };
         debug_assert_eq!(value_locations.len(), group.len());
         // Sealed before any node points at them: relocated versions are already visible (the
         // last record's version, and so every earlier one).
@@ -514,12 +520,12 @@ impl Engine {
 }
 
 impl Relocation {
-    /// The write that copies this version forward.
-    fn item_write(&self) -> ItemWrite<'_> {
+    /// The write that copies this version forward, with its key and value.
+    fn item_write<'a>(&'a self, key: &'a [u8], value: Option<&'a [u8]>) -> ItemWrite<'a> {
         ItemWrite {
             container_id: self.container_id,
-            key: &self.key,
-            value: self.value.as_deref(),
+            key,
+            value,
             last_modified: self.last_modified,
             expires_at: self.expires_at,
             content_type: self.properties.content_type.as_deref(),
@@ -529,6 +535,31 @@ impl Relocation {
             expired: false,
             coordination: Some(&self.coordination),
         }
+    }
+}
+
+impl Relocation {
+    /// Its key's and value's bytes.
+    fn bytes(&self) -> usize {
+        self.candidate.key.len() + self.value.map_or(0, |value| value.length as usize)
+    }
+}
+
+/// The keys of one segment's candidates, end to end in one buffer.
+#[derive(Default)]
+struct Keys {
+    bytes: Vec<u8>,
+}
+
+impl Keys {
+    fn add(&mut self, key: &[u8]) -> std::ops::Range<usize> {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        start..self.bytes.len()
+    }
+
+    fn get(&self, key: &std::ops::Range<usize>) -> &[u8] {
+        &self.bytes[key.clone()]
     }
 }
 
@@ -704,7 +735,7 @@ fn group_by_size(relocations: Vec<Relocation>) -> Vec<Vec<Relocation>> {
     let mut current = Vec::new();
     let mut bytes = 0usize;
     for relocation in relocations {
-        bytes += relocation.key.len() + relocation.value.as_ref().map_or(0, Vec::len) + 64;
+        bytes += relocation.bytes() + 64;
         current.push(relocation);
         if bytes >= RELOCATION_GROUP_BYTES {
             groups.push(std::mem::take(&mut current));
