@@ -64,11 +64,7 @@ impl Engine {
         if !expired || node.version > self.version() {
             return Ok(false);
         }
-        let container_id = u64::from_be_bytes(
-            slot.index_key()[..8]
-                .try_into()
-                .expect("8-byte container id"),
-        );
+        let (container_id, _) = crate::index::split_index_key(slot.index_key());
         if !self
             .catalog
             .by_id(container_id)

@@ -5,6 +5,7 @@ pub(crate) mod batch;
 pub(crate) mod checkpoints;
 pub(crate) mod checks;
 pub(crate) mod compaction;
+pub(crate) mod compactor;
 pub(crate) mod containers;
 pub(crate) mod coordination;
 pub(crate) mod core;
@@ -46,7 +47,7 @@ use crate::rules::lock::LockHandle;
 use crate::rules::ttl::Ttl;
 use crate::storage::Storage;
 use crate::types::{ETag, Version};
-use compaction::BackgroundCompaction;
+use compactor::BackgroundCompaction;
 
 /// A store open on the local engine, with its background compaction.
 pub(crate) struct LocalStore {

@@ -51,3 +51,10 @@ pub fn index_key(container_id: u64, key: &[u8]) -> IndexKey {
     bytes.extend_from_slice(key);
     IndexKey::Heap(bytes.into_boxed_slice())
 }
+
+/// The container id and the item's key that `index_key` put together.
+pub fn split_index_key(index_key: &[u8]) -> (u64, &[u8]) {
+    let (container_id, key) = index_key.split_at(8);
+    let container_id = u64::from_be_bytes(container_id.try_into().expect("8-byte container id"));
+    (container_id, key)
+}

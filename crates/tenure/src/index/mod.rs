@@ -26,7 +26,7 @@ pub(crate) mod slot;
 mod version;
 
 pub(crate) use item_index::Index;
-pub(crate) use key::{index_key, IndexKey};
+pub(crate) use key::{index_key, split_index_key, IndexKey};
 pub(crate) use plain::{node_of, view, NoPlainHeads, PlainEntries};
 pub(crate) use slot::ItemSlot;
 pub(crate) use version::{

@@ -5,7 +5,9 @@ use crate::clock::Timestamp;
 use crate::rules::lease::{LeaseDuration, LeaseId, LeaseRecord};
 use crate::rules::lock::{LockHandle, LockRecord};
 
-pub(super) struct Reader<'a> {
+/// Reads fixed-width little-endian fields and varints from bytes, checking every length
+/// before it is trusted (records here, and the persisted index's file).
+pub struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
@@ -13,7 +15,22 @@ pub(super) struct Reader<'a> {
 pub(super) type Decoded<T> = Result<T, &'static str>;
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, count: usize) -> Decoded<&'a [u8]> {
+    /// A reader of `bytes` from their start.
+    pub fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader { bytes, at: 0 }
+    }
+
+    /// Where in the bytes the next field starts.
+    pub fn position(&self) -> usize {
+        self.at
+    }
+
+    /// A reader of the same bytes from `at`.
+    pub fn from_position(bytes: &'a [u8], at: usize) -> Reader<'a> {
+        Reader { bytes, at }
+    }
+
+    pub fn take(&mut self, count: usize) -> Decoded<&'a [u8]> {
         let end = self.at.checked_add(count).ok_or("length overflow")?;
         if end > self.bytes.len() {
             return Err("a length runs past the end of the record");
@@ -22,19 +39,19 @@ impl<'a> Reader<'a> {
         self.at = end;
         Ok(slice)
     }
-    fn u8(&mut self) -> Decoded<u8> {
+    pub fn u8(&mut self) -> Decoded<u8> {
         Ok(self.take(1)?[0])
     }
     fn u16(&mut self) -> Decoded<u16> {
         Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
     }
-    fn u32(&mut self) -> Decoded<u32> {
+    pub fn u32(&mut self) -> Decoded<u32> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
     }
-    fn u64(&mut self) -> Decoded<u64> {
+    pub fn u64(&mut self) -> Decoded<u64> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
     }
-    fn varint(&mut self) -> Decoded<u64> {
+    pub fn varint(&mut self) -> Decoded<u64> {
         let mut value = 0u64;
         for index in 0..10 {
             let byte = self.u8()?;

@@ -265,7 +265,7 @@ pub fn encode_container_create(
 }
 
 /// LEB128: 7 bits a byte, low bits first, the high bit set on every byte but the last.
-pub(super) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+pub fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push(value as u8 | 0x80);
         value >>= 7;

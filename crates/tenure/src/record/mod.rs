@@ -8,6 +8,8 @@ mod format;
 #[cfg(test)]
 mod tests;
 
-pub use decode::{decode, decode_feed_items, decode_version_extras, DecodedItem, DecodedRecord};
+pub use decode::{
+    decode, decode_feed_items, decode_version_extras, DecodedItem, DecodedRecord, Reader,
+};
 pub use encode::*;
 pub use format::*;

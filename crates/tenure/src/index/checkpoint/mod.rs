@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! header (148 bytes, little-endian)
-//!  0 magic "TENUREIX"   8 format u32 = 1   12 flags u32 (bit 0: an expiring item was written)
+//!  0 magic "TENUREIX"   8 format u32 = 2   12 flags u32 (bit 0: an expiring item was written)
 //! 16 segment size u64   24 generation u64  32 sequence u64   40 first slot u64   48 tail u64
 //! 56 next version u64   64 version-index entries u64   72 containers u64   80 items u64
 //! 88 hash seeds 4 × u64   120 body bytes u64   128 load chunks u64   136 body crc32 u32
@@ -24,11 +24,13 @@
 //!  version index: (version u64, log offset u64) × entries
 //!  containers, oldest first: kind u8 (0 placeholder, 1 named), id u64, deleted version u64,
 //!      named: length u32 + a container-state payload (`record::encode_container_state`)
-//!  items, in the point index's order: index-key length u32, index key, then
-//!      kind 1 (plain head): value offset u64
-//!      kind 2 (node): version u64, ETag version u64, value offset u64 (0: none), value length
-//!      u32, last modified u64, expires at u64 (0: none), length u32 + properties and
-//!      coordination (`record::encode_version_extras`)
+//!  items, in the point index's order (varints are LEB128, `record::put_varint`): container
+//!      id varint, key length varint, key, then a kind byte:
+//!      1 (plain head): value offset varint
+//!      2 + flags (node; flags: 4 a value, 8 an expiry, 16 an ETag version of its own,
+//!         32 properties or coordination): version varint, [ETag version varint], [value
+//!         offset varint, value length varint], last modified varint, [expires at varint],
+//!         [length varint + properties and coordination (`record::encode_version_extras`)]
 //!  load chunks: the body offset of every `LOAD_CHUNK_ITEMS`-th item (u64 each), so that
 //!      several threads can load items at once
 //! ```
@@ -46,26 +48,32 @@ use super::item_index::RestoredHead;
 use super::{Index, NewVersion, Properties, COMMITTED};
 use crate::clock::Timestamp;
 use crate::log::LogAnchor;
-use crate::record::{self, DecodedRecord};
+use crate::record::{self, DecodedRecord, Reader};
 use crate::storage::{Storage, StorageFile};
 
 /// The file's name in the store's directory.
 pub const CHECKPOINT_FILE: &str = "index.checkpoint";
 
 const MAGIC: &[u8; 8] = b"TENUREIX";
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 const HEADER_BYTES: usize = 148;
 const FLAG_EXPIRING_ITEMS: u32 = 1;
 const KIND_PLAIN: u8 = 1;
 const KIND_NODE: u8 = 2;
+/// The low bits of an item's kind byte; a node's flags are the rest.
+const KIND_MASK: u8 = 3;
+const NODE_VALUE: u8 = 4;
+const NODE_EXPIRY: u8 = 8;
+const NODE_OWN_ETAG: u8 = 16;
+const NODE_EXTRAS: u8 = 32;
 const CONTAINER_PLACEHOLDER: u8 = 0;
 const CONTAINER_NAMED: u8 = 1;
 /// The body is written in pieces of about this size, so saving a large index does not hold
 /// a second copy of it in memory.
 const WRITE_CHUNK_BYTES: usize = 1 << 20;
-/// The smallest an item can take in the body (length, an 8-byte container id, kind, offset):
-/// bounds the item count a header may claim before anything is allocated for it.
-const MINIMUM_ITEM_BYTES: u64 = 4 + 8 + 1 + 8;
+/// The smallest an item can take in the body (container id, key length, kind, offset: a byte
+/// each): bounds the item count a header may claim before anything is allocated for it.
+const MINIMUM_ITEM_BYTES: u64 = 4;
 /// The largest file an open reads (a sanity bound: 64 GiB).
 const MAXIMUM_FILE_BYTES: u64 = 64 << 30;
 /// Items in one load chunk: the unit a loading thread takes.
@@ -133,14 +141,11 @@ impl Checkpoint {
             .map_or(1, |count| count.get())
             .clamp(1, MAXIMUM_LOAD_THREADS);
         let body = self.map_body(available_threads)?;
-        let mut reader = Reader {
-            bytes: &body,
-            at: self.entries_start,
-        };
+        let mut reader = Reader::from_position(&body, self.entries_start);
         for _ in 0..self.containers {
             catalog.restore(read_container(&mut reader, now)?)?;
         }
-        let chunks = chunk_ranges(&body, self.items, self.load_chunks, reader.at)?;
+        let chunks = chunk_ranges(&body, self.items, self.load_chunks, reader.position())?;
         let threads = available_threads.min(chunks.len().max(1));
         let load_share = |first: usize| -> Result<(), &'static str> {
             for chunk in (first..chunks.len()).step_by(threads) {
@@ -279,23 +284,25 @@ fn chunk_ranges(
 
 /// Restores the `count` items that are all of `bytes`.
 fn load_items(bytes: &[u8], count: u64, index: &Index, now: Timestamp) -> Result<(), &'static str> {
-    let mut reader = Reader { bytes, at: 0 };
+    let mut reader = Reader::new(bytes);
     let mut guard = crossbeam_epoch::pin();
     for item in 0..count {
-        let key_length = reader.u32()? as usize;
-        let index_key = reader.take(key_length)?;
-        let head = match reader.u8()? {
-            KIND_PLAIN => RestoredHead::Plain(reader.u64()?),
-            KIND_NODE => RestoredHead::Node(read_node(&mut reader, now)?),
+        let container_id = reader.varint()?;
+        let key_length = usize::try_from(reader.varint()?).map_err(|_| "a key too long")?;
+        let index_key = super::index_key(container_id, reader.take(key_length)?);
+        let kind = reader.u8()?;
+        let head = match kind & KIND_MASK {
+            KIND_PLAIN if kind == KIND_PLAIN => RestoredHead::Plain(reader.varint()?),
+            KIND_NODE => RestoredHead::Node(read_node(&mut reader, kind, now)?),
             _ => return Err("an item of unknown kind"),
         };
-        index.restore_slot(index_key, head, &guard)?;
+        index.restore_slot(&index_key, head, &guard)?;
         // Let the epoch advance now and then in a long load.
         if item % 4096 == 4095 {
             guard.repin();
         }
     }
-    if reader.at != bytes.len() {
+    if reader.position() != bytes.len() {
         return Err("bytes left after a load chunk's items");
     }
     Ok(())
@@ -312,10 +319,7 @@ pub fn read(storage: &dyn Storage) -> Option<Checkpoint> {
     }
     let mut header = [0u8; HEADER_BYTES];
     file.read_at(&mut header, 0).ok()?;
-    let mut fields = Reader {
-        bytes: &header,
-        at: 0,
-    };
+    let mut fields = Reader::new(&header);
     if fields.take(8).ok()? != MAGIC
         || fields.u32().ok()? != FORMAT
         || crc32fast::hash(&header[..144]) != u32::from_le_bytes(header[144..148].try_into().ok()?)
@@ -433,61 +437,52 @@ fn read_container(
     Ok(Arc::new(incarnation))
 }
 
-fn read_node(reader: &mut Reader<'_>, now: Timestamp) -> Result<NewVersion, &'static str> {
-    let version = reader.u64()?;
-    let etag_version = reader.u64()?;
-    let value_offset = reader.u64()?;
-    let value_length = reader.u32()?;
-    let last_modified = reader.u64()?;
-    let expires_at = Some(reader.u64()?).filter(|at| *at != 0);
-    let extras_length = reader.u32()? as usize;
-    let (content_type, metadata, coordination) =
-        record::decode_version_extras(reader.take(extras_length)?)?;
-    if version == 0 || (value_offset == 0 && value_length != 0) {
+/// A node item's fields after its kind byte, `kind` (with its flags).
+fn read_node(
+    reader: &mut Reader<'_>,
+    kind: u8,
+    now: Timestamp,
+) -> Result<NewVersion, &'static str> {
+    let flag = |bit: u8| kind & bit != 0;
+    let version = reader.varint()?;
+    let etag_version = if flag(NODE_OWN_ETAG) {
+        reader.varint()?
+    } else {
+        version
+    };
+    let value = if flag(NODE_VALUE) {
+        let offset = reader.varint()?;
+        let length = u32::try_from(reader.varint()?).map_err(|_| "a value too long")?;
+        Some((offset, length))
+    } else {
+        None
+    };
+    let last_modified = reader.varint()?;
+    let expires_at = if flag(NODE_EXPIRY) {
+        Some(reader.varint()?)
+    } else {
+        None
+    };
+    let (content_type, metadata, coordination) = if flag(NODE_EXTRAS) {
+        let extras_length = usize::try_from(reader.varint()?).map_err(|_| "extras too long")?;
+        record::decode_version_extras(reader.take(extras_length)?)?
+    } else {
+        (None, Vec::new(), Default::default())
+    };
+    if version == 0
+        || kind & !(KIND_MASK | NODE_VALUE | NODE_EXPIRY | NODE_OWN_ETAG | NODE_EXTRAS) != 0
+        || value.is_some_and(|(offset, _)| offset == 0)
+    {
         return Err("an impossible version");
     }
     Ok(NewVersion {
         version,
         etag_version,
         status: COMMITTED,
-        value: (value_offset != 0).then(|| super::ValueLocation::new(value_offset, value_length)),
+        value: value.map(|(offset, length)| super::ValueLocation::new(offset, length)),
         last_modified,
         expires_at,
         properties: Properties::boxed(content_type, metadata),
         coordination: super::coordination_box(coordination.clamped_after_reopen(now)),
     })
-}
-
-/// Reads the file's fields; every length is checked before it is trusted.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, count: usize) -> Result<&'a [u8], &'static str> {
-        let end = self.at.checked_add(count).ok_or("a length overflows")?;
-        let bytes = self
-            .bytes
-            .get(self.at..end)
-            .ok_or("a length runs past the end of the persisted index")?;
-        self.at = end;
-        Ok(bytes)
-    }
-
-    fn u8(&mut self) -> Result<u8, &'static str> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn u32(&mut self) -> Result<u32, &'static str> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-
-    fn u64(&mut self) -> Result<u64, &'static str> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
 }

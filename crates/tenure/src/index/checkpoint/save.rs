@@ -8,7 +8,7 @@ use super::super::catalog::{Catalog, Incarnation};
 use super::super::{head, node_of, Index, ItemSlot, VersionNode, COMMITTED, PENDING};
 use super::*;
 use crate::log::LogAnchor;
-use crate::record;
+use crate::record::{self, put_varint};
 use crate::storage::{Storage, StorageFile};
 
 /// The catalog as a persisted index keeps it: encoded while no container change is between
@@ -132,13 +132,14 @@ fn write_file(
         if items % LOAD_CHUNK_ITEMS == 0 {
             chunk_starts.push(body.position());
         }
-        let index_key = slot.index_key();
-        put_u32(&mut body.buffer, index_key.len() as u32);
-        body.buffer.extend_from_slice(index_key);
+        let (container_id, key) = super::super::split_index_key(slot.index_key());
+        put_varint(&mut body.buffer, container_id);
+        put_varint(&mut body.buffer, key.len() as u64);
+        body.buffer.extend_from_slice(key);
         match entry {
             SavedEntry::Plain(value_offset) => {
                 body.buffer.push(KIND_PLAIN);
-                put_u64(&mut body.buffer, value_offset);
+                put_varint(&mut body.buffer, value_offset);
             }
             SavedEntry::Node(node) => write_node(&mut body.buffer, node),
         }
@@ -326,24 +327,41 @@ fn write_container(out: &mut Vec<u8>, incarnation: &Incarnation) {
 }
 
 fn write_node(out: &mut Vec<u8>, node: &VersionNode) {
-    out.push(KIND_NODE);
-    put_u64(out, node.version);
-    put_u64(out, node.etag_version());
     let value = node.value();
-    put_u64(out, value.map_or(0, |location| location.offset()));
-    put_u32(out, value.map_or(0, |location| location.length));
-    put_u64(out, node.last_modified);
-    put_u64(out, node.expires_at().unwrap_or(0));
-    let mut extras = Vec::new();
+    let own_etag = node.etag_version() != node.version;
     let properties = node.properties();
-    record::encode_version_extras(
-        &mut extras,
-        properties.and_then(|properties| properties.content_type.as_deref()),
-        properties.map_or(&[][..], |properties| &properties.metadata),
-        node.coordination(),
+    let extras = properties.is_some() || node.coordination().is_some();
+    let flag = |set: bool, bit: u8| if set { bit } else { 0 };
+    out.push(
+        KIND_NODE
+            | flag(value.is_some(), NODE_VALUE)
+            | flag(node.expires_at().is_some(), NODE_EXPIRY)
+            | flag(own_etag, NODE_OWN_ETAG)
+            | flag(extras, NODE_EXTRAS),
     );
-    put_u32(out, extras.len() as u32);
-    out.extend_from_slice(&extras);
+    put_varint(out, node.version);
+    if own_etag {
+        put_varint(out, node.etag_version());
+    }
+    if let Some(location) = value {
+        put_varint(out, location.offset());
+        put_varint(out, u64::from(location.length));
+    }
+    put_varint(out, node.last_modified);
+    if let Some(expires_at) = node.expires_at() {
+        put_varint(out, expires_at);
+    }
+    if extras {
+        let mut bytes = Vec::new();
+        record::encode_version_extras(
+            &mut bytes,
+            properties.and_then(|properties| properties.content_type.as_deref()),
+            properties.map_or(&[][..], |properties| &properties.metadata),
+            node.coordination(),
+        );
+        put_varint(out, bytes.len() as u64);
+        out.extend_from_slice(&bytes);
+    }
 }
 
 fn put_u32(out: &mut Vec<u8>, value: u32) {
