@@ -258,7 +258,7 @@ fn a_clean_close_saves_the_index_and_the_next_open_loads_it_with_the_same_conten
     assert!(from_persisted_index(&store));
     assert_eq!(store.stats().unwrap().log_bytes_replayed_at_open, 0);
     assert_eq!(dump(&store), expected);
-    assert!(disk.file_names().iter().any(|name| name == CHECKPOINT_FILE));
+    assert!(has_checkpoint(&disk));
     store
         .put("alpha", b"after", b"reopen", &WriteOptions::default())
         .unwrap();
@@ -804,7 +804,6 @@ fn the_background_thread_takes_a_checkpoint_once_the_log_has_grown() {
     .unwrap();
     store.create_container("big", &Default::default()).unwrap();
     let value = vec![7u8; 16 << 10];
-    let has_checkpoint = || disk.file_names().iter().any(|name| name == CHECKPOINT_FILE);
     let put_keys = |keys: std::ops::Range<u32>| {
         for key in keys {
             store
@@ -815,11 +814,11 @@ fn the_background_thread_takes_a_checkpoint_once_the_log_has_grown() {
     // 60 MiB: not due yet.
     put_keys(0..3_840);
     std::thread::sleep(Duration::from_millis(100));
-    assert!(!has_checkpoint(), "a checkpoint before 64 MiB of log");
+    assert!(!has_checkpoint(&disk), "a checkpoint before 64 MiB of log");
     // Past 64 MiB: due at the next look.
     put_keys(3_840..4_400);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !has_checkpoint() {
+    while !has_checkpoint(&disk) {
         assert!(
             std::time::Instant::now() < deadline,
             "no checkpoint within 30 s"
@@ -857,6 +856,19 @@ fn the_background_thread_takes_a_checkpoint_once_the_log_has_grown() {
     assert_eq!(summary(&store), expected);
 }
 
+/// A new store on a new disk, with one container, "c".
+fn new_store_with_container_c() -> (ManualClock, SimStorage, Store) {
+    let clock = ManualClock::new(START_MICROS);
+    let disk = SimStorage::new();
+    let store = Store::open_with_storage(Arc::new(disk.clone()), options(&clock, false)).unwrap();
+    store.create_container("c", &Default::default()).unwrap();
+    (clock, disk, store)
+}
+
+fn has_checkpoint(disk: &SimStorage) -> bool {
+    disk.file_names().iter().any(|name| name == CHECKPOINT_FILE)
+}
+
 /// The item count a persisted index's header gives (`index/checkpoint/mod.rs`: items u64 at 80).
 fn saved_items(files: &Files) -> u64 {
     let header = &files[CHECKPOINT_FILE];
@@ -868,10 +880,7 @@ fn saved_items(files: &Files) -> u64 {
 /// are written again after it.
 #[test]
 fn a_saved_index_leaves_out_deleted_keys_and_reads_as_the_replay() {
-    let clock = ManualClock::new(START_MICROS);
-    let disk = SimStorage::new();
-    let store = Store::open_with_storage(Arc::new(disk.clone()), options(&clock, false)).unwrap();
-    store.create_container("c", &Default::default()).unwrap();
+    let (clock, disk, store) = new_store_with_container_c();
     let key = |index: u32| format!("key-{index:05}").into_bytes();
     for index in 0..200 {
         store
@@ -909,12 +918,7 @@ fn a_saved_index_leaves_out_deleted_keys_and_reads_as_the_replay() {
 /// file it could not use the same way.
 #[test]
 fn a_saved_index_that_no_longer_describes_the_log_is_deleted() {
-    let clock = ManualClock::new(START_MICROS);
-    let disk = SimStorage::new();
-    let store = Store::open_with_storage(Arc::new(disk.clone()), options(&clock, false)).unwrap();
-    store.create_container("c", &Default::default()).unwrap();
-    let has_checkpoint =
-        |disk: &SimStorage| disk.file_names().iter().any(|name| name == CHECKPOINT_FILE);
+    let (clock, disk, store) = new_store_with_container_c();
     for round in 0..3 {
         for index in 0..100u32 {
             store
