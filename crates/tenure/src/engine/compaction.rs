@@ -200,6 +200,7 @@ impl Engine {
             // Give the disk back now, not whenever epoch garbage is next collected.
             self.log.collect_removed_segments();
             self.remove_stale_saved_index();
+            crate::base::release_free_heap();
         }
         Ok((report, stopped_at_live))
     }
