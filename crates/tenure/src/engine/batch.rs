@@ -213,7 +213,7 @@ impl Engine {
     ) -> Result<Touched<'g>> {
         let (slot, hint_cell) = self
             .index
-            .get_or_insert_with_hint_cell(&index_key(incarnation.id, key), guard);
+            .get_or_insert_with_hint_cell(&index_key(incarnation.id, key), guard)?;
         let (head, head_version) = self.settled_version(&slot, guard)?;
         let facts = head_version
             .as_deref()

@@ -385,7 +385,7 @@ impl Engine {
             return Ok(None);
         };
         let key = keys.get(&candidate.key);
-        let Some(slot) = self.index.get(&index_key(incarnation.id, key)) else {
+        let Some(slot) = self.index.get(&index_key(incarnation.id, key))? else {
             return Ok(None);
         };
         // As a plain read: a writer's prune may have left nothing at `visible` (it keeps only

@@ -110,10 +110,10 @@ impl Engine {
             .ok_or_else(|| Error::rejected(ErrorCode::ContainerNotFound))?;
         let key_bytes = index_key(incarnation.id, key);
         let slot = if create_slot {
-            self.index.get_or_insert(&key_bytes)
+            self.index.get_or_insert(&key_bytes)?
         } else {
             self.index
-                .get(&key_bytes)
+                .get(&key_bytes)?
                 .ok_or_else(|| Error::rejected(ErrorCode::NotFound))?
         };
         let guard = crossbeam_epoch::pin();
@@ -296,7 +296,7 @@ impl Engine {
                     return Err(Error::rejected(ErrorCode::NotFound));
                 };
                 Ok(lease::lease_info(item.lease(), now))
-            })
+            })?
     }
 
     /// Acquires the lease, waiting (first come, first served among waiters, no busy loop) up to

@@ -40,7 +40,7 @@ impl Engine {
         let now = self.now();
         let (mut visited, mut recorded) = (0, 0);
         let mut resume_at = None;
-        for slot in self.index.range_from(cursor, &[]) {
+        for slot in self.index.range_from(cursor, &[])? {
             if visited == max_items || recorded == max_recorded {
                 resume_at = Some(slot.index_key().to_vec());
                 break;

@@ -14,6 +14,7 @@ pub(crate) mod feed;
 pub(crate) mod lease_waiters;
 pub(crate) mod open_snapshots;
 pub(crate) mod read;
+pub(crate) mod restorer;
 pub(crate) mod scan;
 pub(crate) mod snapshot;
 pub(crate) mod stats;
@@ -48,11 +49,14 @@ use crate::rules::ttl::Ttl;
 use crate::storage::Storage;
 use crate::types::{ETag, Version};
 use compactor::BackgroundCompaction;
+use restorer::BackgroundRestore;
 
-/// A store open on the local engine, with its background compaction.
+/// A store open on the local engine, with its background compaction and, after an open from
+/// a persisted index, the restore of the rest of it.
 pub(crate) struct LocalStore {
     engine: Arc<Engine>,
     background: Mutex<Option<BackgroundCompaction>>,
+    restorer: Mutex<Option<BackgroundRestore>>,
 }
 
 /// Opens (creating if needed) the store on `storage`: replays the log into the index.
@@ -127,9 +131,11 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
             )
         })
         .transpose()?;
+    let restorer = BackgroundRestore::start(&shared)?;
     Ok(LocalStore {
         engine: shared,
         background: Mutex::new(background),
+        restorer: Mutex::new(restorer),
     })
 }
 
@@ -172,7 +178,13 @@ fn replay_log(
                 .spawn(move || load_persisted(&persisted, now))
         });
         let mut loaded: Option<Loaded> = None;
+        // A shard of the persisted index that a record after it needed and that did not
+        // restore: the open starts over without the file (below).
+        let mut restore_failed = false;
         let mut replay = |mut record: crate::log::RecoveredRecord<'_>| {
+            if restore_failed {
+                return Ok(());
+            }
             let (index, catalog) = if record.onto_persisted_index {
                 let loaded = loaded.get_or_insert_with(|| {
                     finish_loading(loading.take(), persisted.as_deref(), now)
@@ -185,7 +197,7 @@ fn replay_log(
             } else {
                 (&index, &catalog)
             };
-            crate::index::replay::replay_record(
+            let replayed = crate::index::replay::replay_record(
                 index,
                 catalog,
                 now,
@@ -193,7 +205,14 @@ fn replay_log(
                 record.location,
                 record.payload,
                 &mut record.earlier,
-            )
+            );
+            match replayed {
+                Err(error) if record.onto_persisted_index && is_persisted_index_error(&error) => {
+                    restore_failed = true;
+                    Ok(())
+                }
+                replayed => replayed,
+            }
         };
         let anchor = persisted.as_ref().map(|persisted| &persisted.anchor);
         let opened = Log::open_at(Arc::clone(storage), log_options, anchor, &mut replay);
@@ -204,7 +223,7 @@ fn replay_log(
         });
         match opened {
             Ok((log, true)) => match loaded {
-                Some(Ok((index, catalog))) => {
+                Some(Ok((index, catalog))) if !restore_failed => {
                     let persisted = persisted.as_ref().expect("anchored to it");
                     catalog.finish_replay();
                     let tail = log.tail_offset();
@@ -262,12 +281,17 @@ fn finish_loading(
     }
 }
 
-/// A new index and catalog, filled from `persisted`.
+/// A new catalog filled from `persisted`, and an index that restores its items as they are
+/// needed (`index/restore.rs`).
 fn load_persisted(persisted: &checkpoint::Checkpoint, now: crate::clock::Timestamp) -> Loaded {
-    let index = Index::with_seeds(persisted.seeds(), persisted.items());
     let catalog = Catalog::default();
-    persisted.load(&index, &catalog, now)?;
+    let index = persisted.open_index(&catalog, now)?;
     Ok((index, catalog))
+}
+
+/// Whether `error` is a persisted index's shard that did not restore.
+fn is_persisted_index_error(error: &Error) -> bool {
+    matches!(error, Error::Corruption { file, .. } if file.ends_with(checkpoint::CHECKPOINT_FILE))
 }
 
 /// Whether `error` is a segment file that went away (a writer's compaction removed it).
@@ -295,6 +319,9 @@ impl LocalStore {
         if let Some(background) = self.background.lock().take() {
             background.stop();
         }
+        if let Some(restorer) = self.restorer.lock().take() {
+            restorer.stop();
+        }
         if self.engine.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -308,7 +335,20 @@ impl LocalStore {
     /// the last checkpoint, or whole.
     fn persist_index(&self) {
         let engine = &self.engine;
+        if engine.index.restore_failed() {
+            // The file's checksums held but a shard did not decode: the next open must not
+            // use it again, nor can this index be saved whole.
+            engine.forget_saved_index();
+            return;
+        }
         if let Some(anchor) = engine.log.anchor_after_close() {
+            // Nothing written since the saved index was: it describes the log as it is.
+            let saved = *engine.checkpointed.lock();
+            if saved.is_some_and(|saved| {
+                saved.tail == anchor.tail && saved.first_slot == anchor.first_slot
+            }) {
+                return;
+            }
             let _ = checkpoint::write(
                 engine.log.storage().as_ref(),
                 &anchor,
@@ -330,6 +370,9 @@ impl LocalStore {
         self.engine.closed.store(true, Ordering::Release);
         if let Some(mut background) = self.background.try_lock() {
             std::mem::forget(background.take());
+        }
+        if let Some(mut restorer) = self.restorer.try_lock() {
+            std::mem::forget(restorer.take());
         }
         std::mem::forget(Arc::clone(&self.engine));
     }

@@ -202,7 +202,9 @@ impl Engine {
             };
             self.log.prefetch(offset.saturating_sub(64), lines, guard);
         };
-        let slot = self.index.get_prefetching(key_bytes, guard, prefetch_value);
+        let slot = self
+            .index
+            .get_prefetching(key_bytes, guard, prefetch_value)?;
         let node = match slot.as_deref() {
             Some(slot) => self.resolve(slot, version, repeatable, guard)?,
             None => None,
@@ -358,7 +360,7 @@ impl Engine {
         // Bounded look-ahead for "is there another item?" past a full page.
         const LOOK_AHEAD_SLOTS: usize = 1024;
         let mut looked_ahead = 0;
-        for slot in self.walk(&start, &full_prefix, include_values, &guard) {
+        for slot in self.walk(&start, &full_prefix, include_values, &guard)? {
             let Some(node) = self
                 .resolve(&slot, version, repeatable, &guard)?
                 .filter(|node| node.is_live_at(now))

@@ -34,9 +34,9 @@ impl Engine {
         prefix: &'a [u8],
         prefetch_values: bool,
         guard: &'a Guard,
-    ) -> Walk<'a, impl Iterator<Item = SlotView<'a>> + 'a> {
+    ) -> Result<Walk<'a, impl Iterator<Item = SlotView<'a>> + 'a>> {
         let mut walk = Walk {
-            slots: self.index.range_from(from, prefix),
+            slots: self.index.range_from(from, prefix)?,
             window: Default::default(),
             position: 0,
             prefetch_values,
@@ -47,7 +47,7 @@ impl Engine {
             walk.window[at] = walk.slots.next();
             walk.prefetch(at);
         }
-        walk
+        Ok(walk)
     }
 }
 
@@ -151,7 +151,7 @@ impl Snapshot<'_> {
         };
         let guard = crossbeam_epoch::pin();
         let mut visited = 0;
-        let mut walk = store.walk(start, &full_prefix, true, &guard);
+        let mut walk = store.walk(start, &full_prefix, true, &guard)?;
         while let Some(slot) = walk.next() {
             // Most keys are a plain head: read what the scan needs straight from its entry
             // (the entry ends its chain, so it is the version or there is none).

@@ -44,7 +44,7 @@ impl Engine {
                 ..ContainerStats::default()
             };
             let prefix = index_key(incarnation.id, b"");
-            for slot in self.index.range_from(&prefix, &prefix) {
+            for slot in self.index.range_from(&prefix, &prefix)? {
                 let mut node = slot
                     .head()
                     .load(std::sync::atomic::Ordering::Acquire, &guard);

@@ -5,11 +5,13 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use crossbeam_epoch::Guard;
 use parking_lot::Mutex;
 
+use super::restore::ShardStates;
 use super::slot::ItemSlot;
 use super::version::*;
 use crate::clock::Timestamp;
+use crate::error::{Error, Result};
 use crate::index::ordered_index::OrderedIndex;
-use crate::index::point_index::{HintCell, PointIndex, SlotView, HINT_BITS};
+use crate::index::point_index::{HintCell, PointIndex, SlotView, HINT_BITS, SHARDS};
 
 /// The point index and the ordered index over the same slots. Both hold the slot itself,
 /// keyed by the index key stored in it, so a key is stored once in memory (not again as each
@@ -32,6 +34,27 @@ pub struct Index {
     /// The bits above a value hint's `HINT_BITS` (`value_hint`): those of the newest value
     /// hinted.
     value_hint_window: AtomicU64,
+    /// A persisted index's shards not restored yet (`restore.rs`); `None` for an index built
+    /// by writes and replay.
+    pending: Option<PendingShards>,
+    /// Whether every shard is restored: the one load a lookup adds (true without `pending`).
+    all_restored: AtomicBool,
+}
+
+/// What restores a persisted index's shards (`restore.rs`): its decoded body.
+pub(crate) trait ShardSource: Send + Sync {
+    /// Adds the slots of shard `shard` to `index`, whose shard holds none yet. On an error
+    /// the shard may hold some of them; it is never read.
+    fn restore_shard(&self, shard: usize, index: &Index) -> Result<()>;
+
+    /// The error a lookup of a shard that could not be restored returns, with why.
+    fn failure(&self, shard: usize, reason: &str) -> Error;
+}
+
+/// A persisted index's shards still to restore, and what restores them.
+struct PendingShards {
+    states: ShardStates,
+    source: Box<dyn ShardSource>,
 }
 
 /// A value's log offset as the point index keeps it for prefetching: the low `HINT_BITS` (29)
@@ -59,13 +82,69 @@ const ORDERED_BUILT: u8 = 2;
 
 impl Index {
     pub fn new() -> Index {
-        Index::with_points(PointIndex::new())
+        Index::with_points(PointIndex::new(), None)
     }
 
-    /// An index to restore a persisted one into (`checkpoint/`): the same hash seeds, tables
-    /// sized for `expected_items`.
-    pub fn with_seeds(seeds: [u64; 4], expected_items: usize) -> Index {
-        Index::with_points(PointIndex::with_seeds(seeds, expected_items))
+    /// An index that a persisted one (`checkpoint/`) is restored into a shard at a time by
+    /// `source`, as lookups and [`Index::restore_shard`] come: its hash takes `seeds`, the
+    /// persisted index's, so that its items fall into the shards they were listed under.
+    pub fn restoring(seeds: [u64; 4], source: Box<dyn ShardSource>) -> Index {
+        Index::with_points(
+            PointIndex::with_seeds(seeds),
+            Some(PendingShards {
+                states: ShardStates::new(),
+                source,
+            }),
+        )
+    }
+
+    /// Restores the shard of `index_key` unless every shard is: called before any lookup by
+    /// key, so that the shard's slots are there.
+    #[inline]
+    fn ready(&self, index_key: &[u8]) -> Result<()> {
+        if self.all_restored.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.restore_shard_of(index_key)
+    }
+
+    #[cold]
+    fn restore_shard_of(&self, index_key: &[u8]) -> Result<()> {
+        self.restore_shard(self.points.shard_of(index_key))
+    }
+
+    /// Restores shard `shard` (one of the point index's 256) unless it is, waiting while another thread
+    /// restores it.
+    pub fn restore_shard(&self, shard: usize) -> Result<()> {
+        match &self.pending {
+            Some(pending) => pending.states.restore(
+                shard,
+                &self.all_restored,
+                || pending.source.restore_shard(shard, self),
+                |reason| pending.source.failure(shard, reason),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// Restores every shard not restored yet: for whatever reads every slot.
+    pub fn restore_all(&self) -> Result<()> {
+        if self.all_restored.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        (0..SHARDS).try_for_each(|shard| self.restore_shard(shard))
+    }
+
+    /// Whether a shard failed to restore: the persisted index it came from cannot be used.
+    pub fn restore_failed(&self) -> bool {
+        self.pending
+            .as_ref()
+            .is_some_and(|pending| pending.states.any_failed())
+    }
+
+    /// Whether every shard is restored (always, for an index not made by `restoring`).
+    pub fn is_restored(&self) -> bool {
+        self.all_restored.load(Ordering::Acquire)
     }
 
     /// The seeds of the point index's hash.
@@ -73,21 +152,37 @@ impl Index {
         self.points.seeds()
     }
 
-    /// Every slot, in the point index's order, borrowed for as long as `guard`.
-    pub fn slots<'g>(&'g self, guard: &'g Guard) -> impl Iterator<Item = SlotView<'g>> {
-        self.points.slots(guard)
+    /// Every slot with its point-index shard, shard by shard, borrowed for as long as
+    /// `guard`: every shard restored first.
+    pub fn slots_by_shard<'g>(
+        &'g self,
+        guard: &'g Guard,
+    ) -> Result<impl Iterator<Item = (usize, SlotView<'g>)>> {
+        self.restore_all()?;
+        Ok(self.points.slots_by_shard(guard))
     }
 
-    /// Adds a slot for `index_key`, which must not have one, with `head` as its only version
-    /// (a persisted index's entry, `checkpoint/`).
+    /// Sizes shard `shard`'s table for `slots` more slots: before a persisted index's shard
+    /// is restored.
+    pub fn reserve_shard(&self, shard: usize, slots: usize) {
+        self.points.reserve(shard, slots, &crossbeam_epoch::pin());
+    }
+
+    /// Adds a slot for `index_key`, which must be of shard `shard` (being restored) and have
+    /// no slot yet, with `head` as its only version (a persisted index's entry, `checkpoint/`).
     pub fn restore_slot(
         &self,
+        shard: usize,
         index_key: &[u8],
         head: RestoredHead,
         guard: &Guard,
     ) -> std::result::Result<(), &'static str> {
         if index_key.len() < 8 || index_key.len() > super::slot::MAXIMUM_INDEX_KEY_BYTES {
             return Err("an index key of an impossible length");
+        }
+        // A key listed under another shard would appear in that one after its restore.
+        if self.points.shard_of(index_key) != shard {
+            return Err("a key listed under another shard");
         }
         // The head is set before the slot is published (the insert's release store), so no
         // one sees the slot without it, and the slot is handed over without a second
@@ -121,8 +216,10 @@ impl Index {
         Ok(())
     }
 
-    fn with_points(points: PointIndex) -> Index {
+    fn with_points(points: PointIndex, pending: Option<PendingShards>) -> Index {
         Index {
+            all_restored: AtomicBool::new(pending.is_none()),
+            pending,
             points,
             ordered: OrderedIndex::new(),
             ordered_state: AtomicU8::new(ORDERED_NOT_BUILT),
@@ -135,8 +232,7 @@ impl Index {
     /// Records where `index_key`'s newest value now is, for [`Index::get_prefetching`]:
     /// called once a version with a value is installed (a write, a batch, the replay at open,
     /// compaction's copy). `hint_cell`, from the lookup that found or added the key's slot
-    /// ([`Index::get_or_insert_with_hint_cell`], [`Index::get_with_hint_cell`]), saves finding
-    /// its bucket again.
+    /// ([`Index::get_or_insert_with_hint_cell`]), saves finding its bucket again.
     pub fn note_value_location(
         &self,
         index_key: &[u8],
@@ -167,11 +263,12 @@ impl Index {
         index_key: &[u8],
         guard: &'g Guard,
         mut prefetch_value: impl FnMut(u64),
-    ) -> Option<SlotView<'g>> {
+    ) -> Result<Option<SlotView<'g>>> {
+        self.ready(index_key)?;
         let window = self.value_hint_window.load(Ordering::Relaxed);
-        self.points.get_hinted(index_key, guard, |hint| {
+        Ok(self.points.get_hinted(index_key, guard, |hint| {
             prefetch_value(((window << HINT_BITS) | u64::from(hint)) << 6);
-        })
+        }))
     }
 
     /// Called with the expiry of every version about to be installed.
@@ -188,26 +285,35 @@ impl Index {
     }
 
     /// Runs `read` with the slot of `index_key`, if any, without cloning its `Arc`.
-    pub fn with_slot<T>(&self, index_key: &[u8], read: impl FnOnce(Option<&ItemSlot>) -> T) -> T {
+    pub fn with_slot<T>(
+        &self,
+        index_key: &[u8],
+        read: impl FnOnce(Option<&ItemSlot>) -> T,
+    ) -> Result<T> {
+        self.ready(index_key)?;
         let guard = crossbeam_epoch::pin();
-        read(self.points.get(index_key, &guard).as_deref())
+        Ok(read(self.points.get(index_key, &guard).as_deref()))
     }
 
-    pub fn get(&self, index_key: &[u8]) -> Option<ItemSlot> {
+    pub fn get(&self, index_key: &[u8]) -> Result<Option<ItemSlot>> {
+        self.ready(index_key)?;
         let guard = crossbeam_epoch::pin();
-        self.points
+        Ok(self
+            .points
             .get(index_key, &guard)
-            .map(|slot| ItemSlot::clone(&slot))
+            .map(|slot| ItemSlot::clone(&slot)))
     }
 
-    pub fn get_or_insert(&self, index_key: &[u8]) -> ItemSlot {
-        self.get_or_insert_slot(index_key, true, &crossbeam_epoch::pin())
-            .0
+    pub fn get_or_insert(&self, index_key: &[u8]) -> Result<ItemSlot> {
+        self.ready(index_key)?;
+        Ok(self
+            .get_or_insert_slot(index_key, true, &crossbeam_epoch::pin())
+            .0)
     }
 
-    /// [`Index::get`] for a writer: the slot with its bucket's value-hint cell, to pass to
-    /// [`Index::note_value_location`] once the write is in.
-    pub fn get_with_hint_cell<'g>(
+    /// The slot of `index_key` with its bucket's value-hint cell, in a shard known to be
+    /// restored.
+    fn find_with_hint_cell<'g>(
         &self,
         index_key: &[u8],
         guard: &'g Guard,
@@ -223,8 +329,9 @@ impl Index {
         &self,
         index_key: &[u8],
         guard: &'g Guard,
-    ) -> (ItemSlot, HintCell<'g>) {
-        self.get_or_insert_slot(index_key, true, guard)
+    ) -> Result<(ItemSlot, HintCell<'g>)> {
+        self.ready(index_key)?;
+        Ok(self.get_or_insert_slot(index_key, true, guard))
     }
 
     /// The slot of `index_key` and its bucket's value-hint cell for a write, the slot added
@@ -236,17 +343,18 @@ impl Index {
         index_key: &[u8],
         insert: bool,
         guard: &'g Guard,
-    ) -> Option<(SlotView<'g>, HintCell<'g>)> {
+    ) -> Result<Option<(SlotView<'g>, HintCell<'g>)>> {
+        self.ready(index_key)?;
         if let Some(found) = self.points.get_with_hint_cell(index_key, guard) {
-            return Some(found);
+            return Ok(Some(found));
         }
         if !insert {
-            return None;
+            return Ok(None);
         }
         let (slot, hint_cell) = self.get_or_insert_slot(index_key, true, guard);
         // SAFETY: both indexes hold the slot from now on, for as long as they live.
         let view = unsafe { SlotView::from_handle(slot.handle()) };
-        Some((view, hint_cell))
+        Ok(Some((view, hint_cell)))
     }
 
     /// Starts loading what a lookup of `index_key` reads first (the replay looks a few items
@@ -262,16 +370,19 @@ impl Index {
         &self,
         index_key: &[u8],
         guard: &'g Guard,
-    ) -> (ItemSlot, HintCell<'g>) {
-        self.get_or_insert_slot(index_key, false, guard)
+    ) -> Result<(ItemSlot, HintCell<'g>)> {
+        self.ready(index_key)?;
+        Ok(self.get_or_insert_slot(index_key, false, guard))
     }
 
-    /// The ordered index, built first if no walk has built it yet.
-    fn ordered(&self) -> &OrderedIndex {
+    /// The ordered index, built first if no walk has built it yet (every shard restored
+    /// first).
+    fn ordered(&self) -> Result<&OrderedIndex> {
         if self.ordered_state.load(Ordering::Acquire) != ORDERED_BUILT {
+            self.restore_all()?;
             self.build_ordered();
         }
-        &self.ordered
+        Ok(&self.ordered)
     }
 
     /// Adds every slot of the point index to the ordered index, in key order. Inserting in
@@ -308,7 +419,7 @@ impl Index {
         ordered: bool,
         guard: &'g Guard,
     ) -> (ItemSlot, HintCell<'g>) {
-        if let Some(found) = self.get_with_hint_cell(index_key, guard) {
+        if let Some(found) = self.find_with_hint_cell(index_key, guard) {
             return found;
         }
         let slot = ItemSlot::new(index_key);
@@ -317,7 +428,7 @@ impl Index {
             // Another writer inserted the key first: its slot, which stays.
             Err(_) => {
                 return self
-                    .get_with_hint_cell(index_key, guard)
+                    .find_with_hint_cell(index_key, guard)
                     .expect("a slot once in the point index stays there");
             }
         };
@@ -347,9 +458,10 @@ impl Index {
         &'a self,
         from: &[u8],
         prefix: &'a [u8],
-    ) -> impl Iterator<Item = SlotView<'a>> + 'a {
-        self.ordered()
+    ) -> Result<impl Iterator<Item = SlotView<'a>> + 'a> {
+        Ok(self
+            .ordered()?
             .walk_from(from)
-            .take_while(move |slot| slot.index_key().starts_with(prefix))
+            .take_while(move |slot| slot.index_key().starts_with(prefix)))
     }
 }

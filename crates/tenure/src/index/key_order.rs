@@ -123,10 +123,11 @@ mod tests {
 
             let index = Index::new();
             for index_key in &index_keys {
-                index.get_or_insert_replaying(index_key, &guard);
+                index.get_or_insert_replaying(index_key, &guard).unwrap();
             }
             let walked: Vec<Vec<u8>> = index
                 .range_from(&[], &[])
+                .unwrap()
                 .map(|slot| slot.index_key()[8..].to_vec())
                 .collect();
             keys.sort();
@@ -148,7 +149,9 @@ mod tests {
             };
             let guard = crossbeam_epoch::pin();
             for number in 0..1_000 {
-                index.get_or_insert_replaying(&key(WRITERS, number), &guard);
+                index
+                    .get_or_insert_replaying(&key(WRITERS, number), &guard)
+                    .unwrap();
             }
             drop(guard);
             std::thread::scope(|scope| {
@@ -156,11 +159,11 @@ mod tests {
                     let (index, key) = (&index, &key);
                     scope.spawn(move || {
                         for number in 0..KEYS_PER_WRITER {
-                            index.get_or_insert(&key(writer, number));
+                            index.get_or_insert(&key(writer, number)).unwrap();
                         }
                     });
                 }
-                assert!(index.range_from(&[], &[]).count() >= 1_000);
+                assert!(index.range_from(&[], &[]).unwrap().count() >= 1_000);
             });
             let mut expected: Vec<Vec<u8>> = (0..WRITERS)
                 .flat_map(|writer| (0..KEYS_PER_WRITER).map(move |number| (writer, number)))
@@ -170,6 +173,7 @@ mod tests {
             expected.sort();
             let walked: Vec<Vec<u8>> = index
                 .range_from(&[], &[])
+                .unwrap()
                 .map(|slot| slot.index_key().to_vec())
                 .collect();
             assert_eq!(walked, expected);

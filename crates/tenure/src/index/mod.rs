@@ -22,10 +22,12 @@ pub(crate) mod ordered_index;
 pub(crate) mod plain;
 pub(crate) mod point_index;
 pub(crate) mod replay;
+mod restore;
 pub(crate) mod slot;
 mod version;
 
 pub(crate) use item_index::Index;
+pub(crate) use item_index::ShardSource;
 pub(crate) use key::{index_key, split_index_key, IndexKey};
 pub(crate) use plain::{node_of, view, NoPlainHeads, PlainEntries};
 pub(crate) use slot::ItemSlot;

@@ -39,9 +39,11 @@ use crate::base::zeroed_array::ZeroedArray;
 use crate::index::slot::ItemSlot;
 
 const SHARD_BITS: u32 = 8;
-const SHARDS: usize = 1 << SHARD_BITS;
+/// The shards a key's hash spreads slots over; a persisted index lists its items shard by
+/// shard, so that an open can load them one shard at a time (`checkpoint/`).
+pub(crate) const SHARDS: usize = 1 << SHARD_BITS;
 const INITIAL_BUCKETS: usize = 16;
-/// The largest table a shard starts with when sized ahead (`with_seeds`): 2^24 buckets
+/// The largest table a shard is sized to ahead of its slots (`reserve`): 2^24 buckets
 /// (128 MiB per shard) bounds what a count read from a file can make an open allocate.
 const MAXIMUM_PRESIZED_BUCKETS: usize = 1 << 24;
 /// A bucket's word: bits 0–31 the slot's handle (0: an empty bucket), 32–34 the key's hash
@@ -273,17 +275,11 @@ impl PointIndex {
         PointIndex::with_hasher(IndexKeyHasher::new(), INITIAL_BUCKETS)
     }
 
-    /// An index whose hash takes `seeds` (another index's [`PointIndex::seeds`]), with tables
-    /// sized for `expected_slots`: a persisted index's slots, added in the order its index
-    /// listed them, then fill each shard's table in turn (`index/checkpoint/`).
-    pub(crate) fn with_seeds(seeds: [u64; 4], expected_slots: usize) -> PointIndex {
-        let per_shard = expected_slots / SHARDS;
-        // Room for a shard a little fuller than the mean; a fuller one grows as usual.
-        let buckets = (2 * (per_shard + per_shard / 8 + 8))
-            .checked_next_power_of_two()
-            .unwrap_or(INITIAL_BUCKETS)
-            .clamp(INITIAL_BUCKETS, MAXIMUM_PRESIZED_BUCKETS);
-        PointIndex::with_hasher(IndexKeyHasher { seeds }, buckets)
+    /// An index whose hash takes `seeds` (another index's [`PointIndex::seeds`]), so that a
+    /// persisted index's items fall into the shards they were listed under; each shard's
+    /// table is sized when its items are restored ([`PointIndex::reserve`]).
+    pub(crate) fn with_seeds(seeds: [u64; 4]) -> PointIndex {
+        PointIndex::with_hasher(IndexKeyHasher { seeds }, INITIAL_BUCKETS)
     }
 
     fn with_hasher(hasher: IndexKeyHasher, buckets: usize) -> PointIndex {
@@ -301,6 +297,30 @@ impl PointIndex {
     /// The seeds of this index's hash.
     pub(crate) fn seeds(&self) -> [u64; 4] {
         self.hasher.seeds
+    }
+
+    /// The shard that holds `index_key`'s slot.
+    pub(crate) fn shard_of(&self, index_key: &[u8]) -> usize {
+        (self.hasher.hash(index_key) >> (64 - SHARD_BITS)) as usize
+    }
+
+    /// Grows `shard`'s table, if it must, to hold `slots` more slots without growing again:
+    /// a persisted index's shard, before its items are restored.
+    pub(crate) fn reserve(&self, shard: usize, slots: usize, guard: &Guard) {
+        let shard = &self.shards[shard];
+        let held = shard.slots.lock();
+        // Room for the shard at most half full, bounded: a count read from a file must not
+        // make an open allocate without limit (a fuller shard grows as usual).
+        let wanted = (2 * (*held + slots))
+            .checked_next_power_of_two()
+            .unwrap_or(MAXIMUM_PRESIZED_BUCKETS)
+            .min(MAXIMUM_PRESIZED_BUCKETS);
+        // SAFETY: as in `table_and_hash`; under the shard's lock the table cannot change.
+        let table = unsafe { shard.table.load(Ordering::Acquire, guard).deref() };
+        if table.buckets.len() < wanted {
+            self.grow(shard, table, wanted, guard);
+        }
+        drop(held);
     }
 
     fn shard_and_hash(&self, index_key: &[u8]) -> (&Shard, u64) {
@@ -376,7 +396,7 @@ impl PointIndex {
             Err(empty) => empty,
         };
         if (*slots + 1) * 2 > table.buckets.len() {
-            table = self.grow(shard, table, guard);
+            table = self.grow(shard, table, table.buckets.len() * 2, guard);
             let Err(empty) = table.probe(hash, slot.index_key(), |_| {}) else {
                 unreachable!("the key is not in the shard (checked under its lock)");
             };
@@ -391,10 +411,17 @@ impl PointIndex {
         Ok(HintCell(&table.buckets[bucket]))
     }
 
-    /// Replaces the shard's table with one twice as large holding the same slots. The caller
-    /// holds the shard's lock.
-    fn grow<'g>(&self, shard: &Shard, table: &Table, guard: &'g Guard) -> &'g Table {
-        let larger = Table::with_buckets(table.buckets.len() * 2);
+    /// Replaces the shard's table with one of `buckets` (a larger power of two) holding the
+    /// same slots. The caller holds the shard's lock.
+    fn grow<'g>(
+        &self,
+        shard: &Shard,
+        table: &Table,
+        buckets: usize,
+        guard: &'g Guard,
+    ) -> &'g Table {
+        debug_assert!(buckets > table.buckets.len());
+        let larger = Table::with_buckets(buckets);
         for bucket in table.buckets.iter() {
             let value = bucket.load(Ordering::Relaxed);
             if value == 0 {
@@ -428,11 +455,22 @@ impl PointIndex {
 
     /// Every slot, in no order, borrowed for as long as `guard`.
     pub(crate) fn slots<'g>(&'g self, guard: &'g Guard) -> impl Iterator<Item = SlotView<'g>> {
-        self.shards.iter().flat_map(move |shard| {
-            // SAFETY: as in `get`.
-            let table = unsafe { shard.table.load(Ordering::Acquire, guard).deref() };
-            table.slots()
-        })
+        self.slots_by_shard(guard).map(|(_, slot)| slot)
+    }
+
+    /// Every slot with its shard, shard by shard, borrowed for as long as `guard`.
+    pub(crate) fn slots_by_shard<'g>(
+        &'g self,
+        guard: &'g Guard,
+    ) -> impl Iterator<Item = (usize, SlotView<'g>)> {
+        self.shards
+            .iter()
+            .enumerate()
+            .flat_map(move |(number, shard)| {
+                // SAFETY: as in `get`.
+                let table = unsafe { shard.table.load(Ordering::Acquire, guard).deref() };
+                table.slots().map(move |slot| (number, slot))
+            })
     }
 }
 

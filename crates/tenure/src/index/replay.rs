@@ -315,7 +315,7 @@ fn replay_item(
     }
     let guard = crossbeam_epoch::pin();
     let (slot, hint_cell) =
-        index.get_or_insert_replaying(&index_key(incarnation.id, item.write.key), &guard);
+        index.get_or_insert_replaying(&index_key(incarnation.id, item.write.key), &guard)?;
     let head = slot.head().load(Ordering::Acquire, &guard);
     if relocated && view(head, earlier)?.is_some_and(|node| node.version > version) {
         return Ok(());
@@ -403,7 +403,8 @@ fn replay_coordination(
         return Ok(());
     }
     let guard = crossbeam_epoch::pin();
-    let (slot, hint_cell) = index.get_or_insert_replaying(&index_key(incarnation.id, key), &guard);
+    let (slot, hint_cell) =
+        index.get_or_insert_replaying(&index_key(incarnation.id, key), &guard)?;
     let head = slot.head().load(Ordering::Acquire, &guard);
     let current = view(head, earlier)?;
     let node = match current.as_deref() {

@@ -476,11 +476,12 @@ fn a_lookup_prefetches_where_the_keys_last_value_was_written_in_any_log_window()
         let guard = crossbeam_epoch::pin();
         let found = index
             .get_prefetching(key, &guard, |offset| offsets.push(offset))
+            .unwrap()
             .is_some();
         (found, offsets)
     };
     assert_eq!(offsets_seen(&index), (false, vec![]));
-    index.get_or_insert(key);
+    index.get_or_insert(key).unwrap();
     assert_eq!(offsets_seen(&index), (true, vec![]), "no value written yet");
     // A hint keeps the value's cache line, so the offset comes back rounded down to it.
     index.note_value_location(key, None, ValueLocation::new(64 * 1_000 + 17, 150));
@@ -492,8 +493,8 @@ fn a_lookup_prefetches_where_the_keys_last_value_was_written_in_any_log_window()
     // A writer that found the key's bucket sets the hint through it.
     let guard = crossbeam_epoch::pin();
     let (_, cell) = index
-        .get_with_hint_cell(key, &guard)
-        .expect("the key has a slot");
+        .get_or_insert_with_hint_cell(key, &guard)
+        .expect("an index made by writes has every shard");
     index.note_value_location(key, Some(cell), ValueLocation::new(64 * 7, 150));
     assert_eq!(offsets_seen(&index), (true, vec![(5u64 << 38) + 64 * 7]));
 }

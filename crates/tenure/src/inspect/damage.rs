@@ -125,8 +125,11 @@ pub(super) fn resolve(ranges: &mut [DamagedRange], index: &Index, catalog: &Cata
             .as_ref()
             .filter(|incarnation| !Catalog::is_placeholder(incarnation))
             .map(|incarnation| incarnation.name.clone());
+        // A replayed index has every shard: its lookups do not fail.
         item.kept_version = index
             .get(&index_key(item.container_id, &item.key))
+            .ok()
+            .flatten()
             .and_then(|slot| {
                 let head = slot
                     .head()
@@ -160,8 +163,11 @@ fn drop_hit_headers(range: &mut DamagedRange) {
 /// Items live at `now` in a replayed index: what a store built from the same records holds.
 pub(super) fn live_items(index: &Index, now: crate::clock::Timestamp) -> u64 {
     let guard = crossbeam_epoch::pin();
+    // A replayed index has every shard: its walk does not fail.
     index
         .range_from(&[], &[])
+        .into_iter()
+        .flatten()
         .filter(|slot| {
             let head = slot
                 .head()

@@ -15,26 +15,28 @@
 //!
 //! ```text
 //! header (148 bytes, little-endian)
-//!  0 magic "TENUREIX"   8 format u32 = 2   12 flags u32 (bit 0: an expiring item was written)
+//!  0 magic "TENUREIX"   8 format u32 = 3   12 flags u32 (bit 0: an expiring item was written)
 //! 16 segment size u64   24 generation u64  32 sequence u64   40 first slot u64   48 tail u64
 //! 56 next version u64   64 version-index entries u64   72 containers u64   80 items u64
-//! 88 hash seeds 4 × u64   120 body bytes u64   128 load chunks u64   136 body crc32 u32
+//! 88 hash seeds 4 × u64   120 body bytes u64   128 shards u64 = 256   136 body crc32 u32
 //! 140 log fingerprint u32   144 header crc32 u32 (0..144)
 //! body
 //!  version index: (version u64, log offset u64) × entries
 //!  containers, oldest first: kind u8 (0 placeholder, 1 named), id u64, deleted version u64,
 //!      named: length u32 + a container-state payload (`record::encode_container_state`)
-//!  items, in the point index's order (varints are LEB128, `record::put_varint`): container
+//!  items, shard by shard of the point index (varints are LEB128, `record::put_varint`): container
 //!      id varint, key length varint, key, then a kind byte:
 //!      1 (plain head): value offset varint
 //!      2 + flags (node; flags: 4 a value, 8 an expiry, 16 an ETag version of its own,
 //!         32 properties or coordination): version varint, [ETag version varint], [value
 //!         offset varint, value length varint], last modified varint, [expires at varint],
 //!         [length varint + properties and coordination (`record::encode_version_extras`)]
-//!  load chunks: the body offset of every `LOAD_CHUNK_ITEMS`-th item (u64 each), so that
-//!      several threads can load items at once
+//!  shards: for each of the point index's 256 shards, the body offset of its first item u64
+//!      and its item count u64, so that an open restores the index a shard at a time
+//!      (`index/restore.rs`)
 //! ```
 
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -45,8 +47,10 @@ pub use save::{write, Save, SavedContainers};
 
 use super::catalog::{Catalog, ContainerState, Incarnation};
 use super::item_index::RestoredHead;
-use super::{Index, NewVersion, Properties, COMMITTED};
+use super::point_index::SHARDS;
+use super::{Index, NewVersion, Properties, ShardSource, COMMITTED};
 use crate::clock::Timestamp;
+use crate::error::Error;
 use crate::log::LogAnchor;
 use crate::record::{self, DecodedRecord, Reader};
 use crate::storage::{Storage, StorageFile};
@@ -55,7 +59,7 @@ use crate::storage::{Storage, StorageFile};
 pub const CHECKPOINT_FILE: &str = "index.checkpoint";
 
 const MAGIC: &[u8; 8] = b"TENUREIX";
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 const HEADER_BYTES: usize = 148;
 const FLAG_EXPIRING_ITEMS: u32 = 1;
 const KIND_PLAIN: u8 = 1;
@@ -76,10 +80,10 @@ const WRITE_CHUNK_BYTES: usize = 1 << 20;
 const MINIMUM_ITEM_BYTES: u64 = 4;
 /// The largest file an open reads (a sanity bound: 64 GiB).
 const MAXIMUM_FILE_BYTES: u64 = 64 << 30;
-/// Items in one load chunk: the unit a loading thread takes.
-const LOAD_CHUNK_ITEMS: u64 = 1 << 16;
-/// The most threads that load at once.
-const MAXIMUM_LOAD_THREADS: usize = 8;
+/// A shard's entry at the body's end: its first item's offset and its item count.
+const SHARD_ENTRY_BYTES: usize = 16;
+/// The most threads that verify the body's checksum at once.
+const MAXIMUM_VERIFY_THREADS: usize = 8;
 
 /// A persisted index read from disk, its checksums verified; not yet loaded.
 pub struct Checkpoint {
@@ -88,13 +92,15 @@ pub struct Checkpoint {
     expiring_items: bool,
     containers: u64,
     items: u64,
-    load_chunks: u64,
-    /// The file, whose body `load` reads: the version index, then containers and items from
-    /// `entries_start`, then the load chunks' offsets. `read` takes only the version index
+    shards: u64,
+    /// The file, whose body `open_index` reads: the version index, then containers and items
+    /// from `entries_start`, then the shards' entries. `read` takes only the version index
     /// (into `anchor`, which the log's verifying scan checks), so that the open's own thread
-    /// reads little; `load` maps the whole body and verifies its checksum on the loading
-    /// threads before it decodes a byte.
+    /// reads little; `open_index` maps the whole body and verifies its checksum before it
+    /// decodes a byte.
     file: Arc<dyn StorageFile>,
+    /// The file's path, for the errors of a shard that does not restore.
+    path: PathBuf,
     body_bytes: usize,
     body_crc: u32,
     entries_start: usize,
@@ -118,65 +124,34 @@ impl Checkpoint {
         }
     }
 
-    /// How many items it holds (to size the index it is loaded into).
-    pub fn items(&self) -> usize {
-        usize::try_from(self.items).unwrap_or(usize::MAX)
-    }
-
-    /// The seeds of the hash of the index it was taken from.
-    pub fn seeds(&self) -> [u64; 4] {
-        self.seeds
-    }
-
-    /// Fills `index` (made by `Index::with_seeds`, empty) and `catalog` (empty), the items
-    /// on several threads. Leases are clamped against `now` as the replay clamps them. On an
-    /// error both are half-filled and must be dropped.
-    pub fn load(
-        &self,
-        index: &Index,
-        catalog: &Catalog,
-        now: Timestamp,
-    ) -> Result<(), &'static str> {
-        let available_threads = std::thread::available_parallelism()
+    /// Fills `catalog` (empty) with the containers, and returns an index that restores the
+    /// items a shard at a time as they are needed (`index/restore.rs`). The whole body's
+    /// checksum is verified first. Leases are clamped against `now` as the replay clamps them.
+    /// On an error the catalog is half-filled and must be dropped.
+    pub fn open_index(&self, catalog: &Catalog, now: Timestamp) -> Result<Index, &'static str> {
+        let threads = std::thread::available_parallelism()
             .map_or(1, |count| count.get())
-            .clamp(1, MAXIMUM_LOAD_THREADS);
-        let body = self.map_body(available_threads)?;
+            .clamp(1, MAXIMUM_VERIFY_THREADS);
+        let body = self.map_body(threads)?;
         let mut reader = Reader::from_position(&body, self.entries_start);
         for _ in 0..self.containers {
             catalog.restore(read_container(&mut reader, now)?)?;
         }
-        let chunks = chunk_ranges(&body, self.items, self.load_chunks, reader.position())?;
-        let threads = available_threads.min(chunks.len().max(1));
-        let load_share = |first: usize| -> Result<(), &'static str> {
-            for chunk in (first..chunks.len()).step_by(threads) {
-                let (range, items) = chunks[chunk].clone();
-                load_items(&body[range], items, index, now)?;
-            }
-            Ok(())
-        };
-        if threads == 1 {
-            load_share(0)?;
-        } else {
-            std::thread::scope(|scope| {
-                let shares: Vec<_> = (1..threads)
-                    .map(|first| scope.spawn(move || load_share(first)))
-                    .collect();
-                let mine = load_share(0);
-                shares
-                    .into_iter()
-                    .map(|share| {
-                        share
-                            .join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                    })
-                    .fold(mine, Result::and)
-            })?;
-        }
+        let shards = shard_ranges(&body, self.items, self.shards, reader.position())?;
+        let index = Index::restoring(
+            self.seeds,
+            Box::new(SavedShards {
+                body,
+                shards,
+                now,
+                path: self.path.clone(),
+            }),
+        );
         if self.expiring_items {
             // Plain heads do not say their expiry without a read of the log: keep the flag.
             index.note_expiry(Some(0));
         }
-        Ok(())
+        Ok(index)
     }
 
     /// The whole body, mapped, its checksum verified in `threads` parts at once (each part
@@ -242,48 +217,93 @@ impl std::ops::Deref for MappedBody {
     }
 }
 
-/// Each load chunk's bytes and item count in `body`, from the offsets at its end (`load_chunks`
-/// of them for `items` items); the items start at `items_start`. Every offset is checked: in
-/// order, inside the items.
-fn chunk_ranges(
+/// A persisted index's items, restored a shard at a time into the index `open_index` made.
+struct SavedShards {
+    body: MappedBody,
+    /// Each shard's bytes in `body` and its item count.
+    shards: Vec<(std::ops::Range<usize>, u64)>,
+    /// The open's time, which leases are clamped against (as at the open).
+    now: Timestamp,
+    path: PathBuf,
+}
+
+impl ShardSource for SavedShards {
+    fn restore_shard(&self, shard: usize, index: &Index) -> crate::error::Result<()> {
+        let (range, items) = self.shards[shard].clone();
+        index.reserve_shard(shard, usize::try_from(items).unwrap_or(usize::MAX));
+        load_items(&self.body[range], items, shard, index, self.now)
+            .map_err(|reason| self.failure(shard, reason))
+    }
+
+    fn failure(&self, shard: usize, reason: &str) -> Error {
+        Error::corruption(
+            &self.path,
+            self.shards[shard].0.start as u64 + HEADER_BYTES as u64,
+            format!(
+                "shard {shard} of the persisted index could not be restored ({reason}); \
+                 reopen the store: an open without this file rebuilds the index from the log"
+            ),
+        )
+    }
+}
+
+/// Each shard's bytes and item count in `body`, from the entries at its end (`shards` of
+/// them, for `items` items); the items start at `items_start`. Every entry is checked: in
+/// order, inside the items, with room for its items, the counts adding up.
+fn shard_ranges(
     body: &[u8],
     items: u64,
-    load_chunks: u64,
+    shards: u64,
     items_start: usize,
 ) -> Result<Vec<(std::ops::Range<usize>, u64)>, &'static str> {
-    let expected_chunks = items.div_ceil(LOAD_CHUNK_ITEMS);
-    if load_chunks != expected_chunks {
-        return Err("a load-chunk count that does not fit the items");
+    if shards != SHARDS as u64 {
+        return Err("a shard count that is not the point index's");
     }
-    let table_bytes = usize::try_from(load_chunks * 8).map_err(|_| "too many chunks")?;
     let items_end = body
         .len()
-        .checked_sub(table_bytes)
+        .checked_sub(SHARDS * SHARD_ENTRY_BYTES)
         .filter(|end| *end >= items_start)
-        .ok_or("the load chunks overlap the items")?;
-    let starts: Vec<usize> = body[items_end..]
-        .chunks_exact(8)
-        .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")) as usize)
+        .ok_or("the shard entries overlap the items")?;
+    let entries: Vec<(u64, u64)> = body[items_end..]
+        .chunks_exact(SHARD_ENTRY_BYTES)
+        .map(|entry| {
+            let word = |at: usize| u64::from_le_bytes(entry[at..at + 8].try_into().expect("8"));
+            (word(0), word(8))
+        })
         .collect();
-    if starts.first().is_some_and(|first| *first != items_start)
-        || (starts.is_empty() && items_end != items_start)
-    {
-        return Err("the first load chunk is not where the items start");
-    }
-    let mut ranges = Vec::with_capacity(starts.len());
-    for (chunk, start) in starts.iter().enumerate() {
-        let end = starts.get(chunk + 1).copied().unwrap_or(items_end);
-        if end <= *start || end > items_end {
-            return Err("load chunks out of order");
+    let mut ranges = Vec::with_capacity(SHARDS);
+    let mut counted = 0u64;
+    for (shard, (start, count)) in entries.iter().enumerate() {
+        let end = entries
+            .get(shard + 1)
+            .map_or(items_end as u64, |(next_start, _)| *next_start);
+        let first = shard == 0 && *start != items_start as u64;
+        if first || end < *start || end > items_end as u64 {
+            return Err("shard entries out of order");
         }
-        let chunk_items = LOAD_CHUNK_ITEMS.min(items - chunk as u64 * LOAD_CHUNK_ITEMS);
-        ranges.push((*start..end, chunk_items));
+        if count
+            .checked_mul(MINIMUM_ITEM_BYTES)
+            .is_none_or(|least| least > end - start)
+        {
+            return Err("a shard with more items than its bytes can hold");
+        }
+        counted += count;
+        ranges.push((*start as usize..end as usize, *count));
+    }
+    if counted != items {
+        return Err("shard item counts that do not add up to the items");
     }
     Ok(ranges)
 }
 
-/// Restores the `count` items that are all of `bytes`.
-fn load_items(bytes: &[u8], count: u64, index: &Index, now: Timestamp) -> Result<(), &'static str> {
+/// Restores the `count` items that are all of `bytes`, which must all be of shard `shard`.
+fn load_items(
+    bytes: &[u8],
+    count: u64,
+    shard: usize,
+    index: &Index,
+    now: Timestamp,
+) -> Result<(), &'static str> {
     let mut reader = Reader::new(bytes);
     let mut guard = crossbeam_epoch::pin();
     for item in 0..count {
@@ -296,14 +316,14 @@ fn load_items(bytes: &[u8], count: u64, index: &Index, now: Timestamp) -> Result
             KIND_NODE => RestoredHead::Node(read_node(&mut reader, kind, now)?),
             _ => return Err("an item of unknown kind"),
         };
-        index.restore_slot(&index_key, head, &guard)?;
+        index.restore_slot(shard, &index_key, head, &guard)?;
         // Let the epoch advance now and then in a long load.
         if item % 4096 == 4095 {
             guard.repin();
         }
     }
     if reader.position() != bytes.len() {
-        return Err("bytes left after a load chunk's items");
+        return Err("bytes left after a shard's items");
     }
     Ok(())
 }
@@ -312,6 +332,7 @@ fn load_items(bytes: &[u8], count: u64, index: &Index, now: Timestamp) -> Result
 /// checks the body's); `None` when the file is missing, unreadable, short, damaged or of an
 /// unknown format (the open replays).
 pub fn read(storage: &dyn Storage) -> Option<Checkpoint> {
+    let path = storage.path().join(CHECKPOINT_FILE);
     let file = storage.open_read_only(CHECKPOINT_FILE).ok()?;
     let length = file.length().ok()?;
     if length < HEADER_BYTES as u64 || length > MAXIMUM_FILE_BYTES {
@@ -347,14 +368,14 @@ pub fn read(storage: &dyn Storage) -> Option<Checkpoint> {
         fields.u64().ok()?,
     ];
     let body_bytes = fields.u64().ok()?;
-    let load_chunks = fields.u64().ok()?;
+    let shards = fields.u64().ok()?;
     let body_crc = fields.u32().ok()?;
     anchor.fingerprint = fields.u32().ok()?;
     if body_bytes != length - HEADER_BYTES as u64
         || version_index_entries.checked_mul(16)? > body_bytes
         || items.checked_mul(MINIMUM_ITEM_BYTES)? > body_bytes
         || containers.checked_mul(17)? > body_bytes
-        || load_chunks.checked_mul(8)? > body_bytes
+        || shards.checked_mul(SHARD_ENTRY_BYTES as u64)? > body_bytes
     {
         return None;
     }
@@ -374,8 +395,9 @@ pub fn read(storage: &dyn Storage) -> Option<Checkpoint> {
         expiring_items: flags & FLAG_EXPIRING_ITEMS != 0,
         containers,
         items,
-        load_chunks,
+        shards,
         file,
+        path,
         body_bytes: usize::try_from(body_bytes).ok()?,
         body_crc,
         entries_start: index_bytes,

@@ -115,8 +115,14 @@ fn write_file(
     body.spill()?;
     let version = anchor.next_version.saturating_sub(1);
     let mut items = 0u64;
-    let mut chunk_starts = Vec::new();
-    for slot in index.slots(&guard) {
+    // Each shard's first item's offset and its item count; a shard without items starts
+    // where the next one does.
+    let mut shards = [(0u64, 0u64); SHARDS];
+    let mut next_shard = 0;
+    let slots = index
+        .slots_by_shard(&guard)
+        .map_err(|error| io::Error::other(error.to_string()))?;
+    for (shard, slot) in slots {
         let entry = match settled_version_at(&slot, version, anchor.tail, &guard) {
             // A deletion that says nothing else: the key is left out, as the log's
             // compaction leaves out its record. The replay after the anchor cannot bring an
@@ -129,9 +135,11 @@ fn write_file(
             Ok(None) => continue,
             Err(Unsettled) => return Ok(None),
         };
-        if items % LOAD_CHUNK_ITEMS == 0 {
-            chunk_starts.push(body.position());
+        while next_shard <= shard {
+            shards[next_shard].0 = body.position();
+            next_shard += 1;
         }
+        shards[shard].1 += 1;
         let (container_id, key) = super::super::split_index_key(slot.index_key());
         put_varint(&mut body.buffer, container_id);
         put_varint(&mut body.buffer, key.len() as u64);
@@ -149,8 +157,13 @@ fn write_file(
             return Ok(None);
         }
     }
-    for start in &chunk_starts {
-        put_u64(&mut body.buffer, *start);
+    while next_shard < SHARDS {
+        shards[next_shard].0 = body.position();
+        next_shard += 1;
+    }
+    for (start, count) in shards {
+        put_u64(&mut body.buffer, start);
+        put_u64(&mut body.buffer, count);
         body.spill()?;
     }
     let (body_bytes, body_crc) = body.finish()?;
@@ -180,7 +193,7 @@ fn write_file(
         put_u64(&mut header, seed);
     }
     put_u64(&mut header, body_bytes);
-    put_u64(&mut header, chunk_starts.len() as u64);
+    put_u64(&mut header, SHARDS as u64);
     put_u32(&mut header, body_crc);
     put_u32(&mut header, anchor.fingerprint);
     let header_crc = crc32fast::hash(&header);
