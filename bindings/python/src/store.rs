@@ -464,7 +464,9 @@ impl Store {
     /// StorageFull), ``free_bytes`` (None where the system cannot tell), ``reserve_bytes``,
     /// ``quota_bytes`` (None: no quota) and ``store_bytes``; ``opened_from_persisted_index``
     /// says whether the open loaded a persisted index (saved at a clean close or a running
-    /// store's checkpoint), ``log_bytes_replayed_at_open`` how much log it replayed.
+    /// store's checkpoint), ``log_bytes_replayed_at_open`` how much log it replayed, and
+    /// ``log_verified`` whether the log below that index has passed the checks that run right
+    /// after such an open.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let stats = self.handle.run(py, |store| store.stats())?;
         let result = PyDict::new(py);
@@ -492,6 +494,7 @@ impl Store {
             "log_bytes_replayed_at_open",
             stats.log_bytes_replayed_at_open,
         )?;
+        result.set_item("log_verified", stats.log_verified)?;
         Ok(result)
     }
 

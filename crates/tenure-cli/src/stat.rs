@@ -108,6 +108,7 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
             "store_bytes": stats.store_bytes,
             "opened_from_persisted_index": stats.opened_from_persisted_index,
             "log_bytes_replayed_at_open": stats.log_bytes_replayed_at_open,
+            "log_verified": stats.log_verified,
         }));
         return common::ok();
     }
@@ -136,6 +137,14 @@ pub fn run(args: &StatArgs, output: &Output) -> CliResult {
                 "replayed from the log ({} bytes)",
                 stats.log_bytes_replayed_at_open
             )
+        }
+    );
+    println!(
+        "log checked:    {}",
+        if stats.log_verified {
+            "every record"
+        } else {
+            "not yet below the persisted index (the check runs after the open)"
         }
     );
     println!("log bytes:      {}", stats.log_bytes);

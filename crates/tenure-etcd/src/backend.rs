@@ -641,6 +641,7 @@ impl Backend for EtcdStore {
             io_uring: tenure::IoUringUse::NotUsed,
             opened_from_persisted_index: false,
             log_bytes_replayed_at_open: 0,
+            log_verified: true,
         })
     }
 

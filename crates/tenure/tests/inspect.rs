@@ -145,6 +145,17 @@ fn damage_in_a_middle_segment_loses_only_that_record() {
     let (path, at) = find(&dir, b"<key 0030 round 2>");
     assert_ne!(path.file_name().unwrap(), "segment-0000000000000000.log");
     flip(&path, at + 5);
+    // The open starts from the index the close saved, and the log below it is checked right
+    // after it returns, and by compaction before it copies anything: the damage then fails
+    // every call, and the next open reads the whole log and refuses.
+    let store = Store::open(&dir, options()).unwrap();
+    let error = store
+        .compact()
+        .expect_err("compaction checks the log first");
+    assert_eq!(error.code(), tenure::ErrorCode::Corruption);
+    let read = store.get("c", &30u32.to_be_bytes(), &ReadOptions::default());
+    assert_eq!(read.unwrap_err().code(), tenure::ErrorCode::Corruption);
+    drop(store);
     let error = Store::open(&dir, options())
         .err()
         .expect("the open refuses");

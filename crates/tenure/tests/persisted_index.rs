@@ -382,6 +382,104 @@ fn a_shard_of_the_persisted_index_that_does_not_decode_fails_its_lookups_and_is_
     assert_eq!(dump(&store), expected);
 }
 
+/// Damage below the saved index's tail, which an open from it does not read: the check right
+/// after the open finds it, and from then on every call fails with that `Corruption`, read-only
+/// open or writer alike. The writer deletes the saved index, so the next open reads the whole
+/// log and refuses, as an open before this change did at once.
+#[test]
+fn damage_below_the_persisted_index_fails_every_call_once_the_check_after_the_open_finds_it() {
+    let (files, _, clock) = closed_store(300, b"last");
+    // A value in the middle of the log: the saved index's fingerprint covers the log's first
+    // and last 4 KiB, and damage there makes the open refuse the file and read everything.
+    let mut damaged = files.clone();
+    let needle = b"value ";
+    let values: Vec<(String, usize)> = damaged
+        .iter()
+        .filter(|(name, _)| name.starts_with("segment-"))
+        .flat_map(|(name, bytes)| {
+            bytes
+                .windows(needle.len())
+                .enumerate()
+                .filter(|(_, window)| window == needle)
+                .map(|(at, _)| (name.clone(), at))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let (segment, at) = values[values.len() / 2].clone();
+    damaged.get_mut(&segment).unwrap()[at] ^= 0xFF;
+    let fails_once_checked = |store: &Store| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            match store.get("alpha", b"key-00020", &ReadOptions::default()) {
+                Err(error) => {
+                    assert_eq!(error.code(), tenure::ErrorCode::Corruption, "{error}");
+                    break;
+                }
+                Ok(_) => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "the check never failed the store"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        let write = store.put("alpha", b"new", b"v", &WriteOptions::default());
+        assert!(
+            matches!(write, Err(tenure::Error::Corruption { .. })),
+            "{write:?}"
+        );
+    };
+
+    let store = open(&damaged, &clock, true);
+    fails_once_checked(&store);
+    drop(store);
+
+    let disk = SimStorage::with_files(damaged);
+    let store = Store::open_with_storage(Arc::new(disk.clone()), options(&clock, false)).unwrap();
+    fails_once_checked(&store);
+    store.close().unwrap();
+    assert!(!has_checkpoint(&disk), "the writer deletes the saved index");
+    let refused = Store::open_with_storage(Arc::new(disk), options(&clock, false));
+    let error = refused
+        .err()
+        .expect("the next open reads the whole log and refuses");
+    assert_eq!(error.code(), tenure::ErrorCode::Corruption);
+}
+
+/// An open of a cleanly closed store writes nothing until something is written (an open to
+/// read pays no sync): the first write syncs the superblock's new generation before its
+/// record, so a power cut right after that acknowledged write keeps it.
+#[test]
+fn a_clean_open_writes_nothing_until_the_first_write_which_survives_a_power_cut() {
+    let (files, _, clock) = closed_store(50, b"last");
+    let disk = SimStorage::with_files(files.clone());
+    let store = Store::open_with_storage(Arc::new(disk.clone()), options(&clock, false)).unwrap();
+    store
+        .get("alpha", b"key-00001", &ReadOptions::default())
+        .unwrap();
+    assert_eq!(
+        disk.current_files()["superblock"],
+        files["superblock"],
+        "an open that only reads writes no superblock"
+    );
+    store
+        .put(
+            "alpha",
+            b"after-open",
+            b"acknowledged",
+            &WriteOptions::default(),
+        )
+        .unwrap();
+    let crashed = disk.crash(&mut StdRng::seed_from_u64(7), CrashPolicy::DropAll);
+    drop(store);
+    let store = open(&crashed.current_files(), &clock, true);
+    let item = store
+        .get("alpha", b"after-open", &ReadOptions::default())
+        .unwrap();
+    assert_eq!(item.value.as_deref(), Some(&b"acknowledged"[..]));
+}
+
 #[test]
 fn a_truncated_persisted_index_is_detected_and_the_open_replays() {
     let (files, expected, clock) = closed_store(12, b"last");

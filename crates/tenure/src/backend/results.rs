@@ -71,6 +71,10 @@ pub struct StoreStats {
     /// Log bytes the open replayed into the index: those past the persisted index it loaded,
     /// or the whole log without one.
     pub log_bytes_replayed_at_open: u64,
+    /// Whether every log record below the persisted index the open started from has passed
+    /// the open's checks, which run right after such an open returns (docs/spec.md §11
+    /// "Checksums"); always after an open that read the whole log.
+    pub log_verified: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -111,6 +111,9 @@ impl Engine {
     pub(crate) fn compact(&self) -> Result<CompactionReport> {
         self.check_open()?;
         let mut tail_after_last_compact = self.compaction.lock();
+        // A record is copied forward only once verified: a copy would carry a damaged one
+        // under a new checksum.
+        self.verify_log_locked(&|| false)?;
         if self.log.tail_offset() != *tail_after_last_compact {
             self.log.seal_tail()?;
         }
@@ -125,6 +128,7 @@ impl Engine {
     pub(crate) fn compact_sealed(&self) -> Result<BackgroundPass> {
         self.check_open()?;
         let _one_at_a_time = self.compaction.lock();
+        self.verify_log_locked(&|| false)?;
         let (_, stopped_at_live) = self.clean_sealed(Some(BACKGROUND_MINIMUM_DEAD_PERCENT))?;
         Ok(if stopped_at_live {
             BackgroundPass::OldestMostlyLive

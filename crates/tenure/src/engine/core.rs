@@ -37,6 +37,10 @@ pub struct Engine {
     /// One compaction at a time; holds the log's tail when the last `compact` call ended.
     pub(crate) compaction: Mutex<u64>,
     pub(crate) closed: AtomicBool,
+    /// The log below the persisted index the open started from failed its verification
+    /// (`after_open.rs`): every call fails with `damage`, as the open would have.
+    pub(crate) damaged: AtomicBool,
+    pub(crate) damage: Mutex<Option<Error>>,
     /// The process that opened the store: a forked child's copy refuses every call.
     pub(crate) owner: crate::base::fork::OwningProcess,
     /// The open loaded the persisted index (`index/checkpoint/`) instead of replaying.
@@ -60,7 +64,16 @@ impl Engine {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        if self.damaged.load(Ordering::Acquire) {
+            return Err(self.damage_found());
+        }
         Ok(())
+    }
+
+    /// The damage the verification after an open found (`after_open.rs`).
+    #[cold]
+    fn damage_found(&self) -> Error {
+        self.damage.lock().clone().unwrap_or(Error::Closed)
     }
 
     #[cold]

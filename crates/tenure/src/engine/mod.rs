@@ -1,6 +1,7 @@
 //! `Store`: opening, containers, and the read side (get, list, snapshots). The write side of
 //! items is in `write.rs`, batches in `batch.rs`.
 
+pub(crate) mod after_open;
 pub(crate) mod batch;
 pub(crate) mod checkpoints;
 pub(crate) mod checks;
@@ -14,7 +15,6 @@ pub(crate) mod feed;
 pub(crate) mod lease_waiters;
 pub(crate) mod open_snapshots;
 pub(crate) mod read;
-pub(crate) mod restorer;
 pub(crate) mod scan;
 pub(crate) mod snapshot;
 pub(crate) mod stats;
@@ -48,15 +48,15 @@ use crate::rules::lock::LockHandle;
 use crate::rules::ttl::Ttl;
 use crate::storage::Storage;
 use crate::types::{ETag, Version};
+use after_open::AfterOpen;
 use compactor::BackgroundCompaction;
-use restorer::BackgroundRestore;
 
 /// A store open on the local engine, with its background compaction and, after an open from
-/// a persisted index, the restore of the rest of it.
+/// a persisted index, what that open left to do (`after_open.rs`).
 pub(crate) struct LocalStore {
     engine: Arc<Engine>,
     background: Mutex<Option<BackgroundCompaction>>,
-    restorer: Mutex<Option<BackgroundRestore>>,
+    after_open: Mutex<Option<AfterOpen>>,
 }
 
 /// Opens (creating if needed) the store on `storage`: replays the log into the index.
@@ -116,6 +116,8 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
             options.change_feed_retention_bytes,
         ),
         closed: AtomicBool::new(false),
+        damaged: AtomicBool::new(false),
+        damage: Mutex::new(None),
         owner,
         opened_from_persisted_index: checkpoint.is_some(),
         replayed_log_bytes_at_open: replayed_log_bytes,
@@ -131,11 +133,11 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
             )
         })
         .transpose()?;
-    let restorer = BackgroundRestore::start(&shared)?;
+    let after_open = AfterOpen::start(&shared)?;
     Ok(LocalStore {
         engine: shared,
         background: Mutex::new(background),
-        restorer: Mutex::new(restorer),
+        after_open: Mutex::new(Some(after_open)),
     })
 }
 
@@ -319,8 +321,8 @@ impl LocalStore {
         if let Some(background) = self.background.lock().take() {
             background.stop();
         }
-        if let Some(restorer) = self.restorer.lock().take() {
-            restorer.stop();
+        if let Some(after_open) = self.after_open.lock().take() {
+            after_open.stop();
         }
         if self.engine.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
@@ -339,6 +341,10 @@ impl LocalStore {
             // The file's checksums held but a shard did not decode: the next open must not
             // use it again, nor can this index be saved whole.
             engine.forget_saved_index();
+            return;
+        }
+        if engine.damaged.load(Ordering::Acquire) {
+            // The log is damaged below it: the next open must read the whole log and refuse.
             return;
         }
         if let Some(anchor) = engine.log.anchor_after_close() {
@@ -371,8 +377,8 @@ impl LocalStore {
         if let Some(mut background) = self.background.try_lock() {
             std::mem::forget(background.take());
         }
-        if let Some(mut restorer) = self.restorer.try_lock() {
-            std::mem::forget(restorer.take());
+        if let Some(mut after_open) = self.after_open.try_lock() {
+            std::mem::forget(after_open.take());
         }
         std::mem::forget(Arc::clone(&self.engine));
     }

@@ -26,6 +26,7 @@ impl Engine {
             io_uring: self.log.io_uring_use(),
             opened_from_persisted_index: self.opened_from_persisted_index,
             log_bytes_replayed_at_open: self.replayed_log_bytes_at_open,
+            log_verified: !self.log.has_unverified_records(),
             ..StoreStats::default()
         };
         let log_start = self.log.first_slot() * self.log.slot_size_bytes();

@@ -28,7 +28,36 @@ impl LogShared {
             let poisoned = self.flush.lock().poisoned.clone();
             return Err(poisoned.unwrap_or(Error::Closed));
         }
+        if self.generation_pending.load(Ordering::Acquire) {
+            self.make_generation_durable()?;
+        }
         Ok(())
+    }
+
+    /// Syncs the superblock with this open's generation, unless done (`generation_pending`).
+    /// A failure poisons the log, as a failed flush does (docs/spec.md §11).
+    #[cold]
+    pub(super) fn make_generation_durable(&self) -> Result<()> {
+        let mut state = self.superblock.lock();
+        if !self.generation_pending.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let synced = super::recovery::make_generation_durable(
+            self.storage.as_ref(),
+            self.superblock_file.as_ref(),
+            &mut state,
+        );
+        match synced {
+            Ok(()) => {
+                self.generation_pending.store(false, Ordering::Release);
+                Ok(())
+            }
+            Err(error) => {
+                drop(state);
+                self.poison(error.clone());
+                Err(error)
+            }
+        }
     }
 
     pub(super) fn reserve(

@@ -155,6 +155,14 @@ pub(crate) struct LogShared {
     /// the flush lock (set and cleared under it).
     pub(super) sync_in_progress: AtomicBool,
     pub(super) poisoned: AtomicBool,
+    /// The open's new generation is not in a synced superblock yet (a clean open leaves that
+    /// to the first reservation: `LogShared::make_generation_durable`). No record of it may be
+    /// appended before it is: an open after a crash would take it for stale bytes.
+    pub(super) generation_pending: AtomicBool,
+    /// The anchor an open from a persisted index started its scan at, without reading the
+    /// records below it; `None` once they are verified (`Log::verify_below_anchor`), or when
+    /// the open read them.
+    pub(super) unverified_anchor: Mutex<Option<super::anchor::LogAnchor>>,
     /// Opened read-only: every append is refused (`ReadOnly`), and nothing is ever written.
     pub(super) read_only: bool,
     pub(super) closed: AtomicBool,

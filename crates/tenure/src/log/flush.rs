@@ -102,7 +102,10 @@ impl LogShared {
             self.storage.as_ref(),
             self.superblock_file.as_ref(),
             &mut state,
-        )
+        )?;
+        // It holds the open's generation now.
+        self.generation_pending.store(false, Ordering::Release);
+        Ok(())
     }
 
     pub(super) fn poison(&self, error: Error) {

@@ -13,7 +13,8 @@ use super::core::*;
 use super::flush::sync_superblock_copy;
 use super::placement;
 use super::record::{self, RecordKind, HEADER_BYTES};
-use super::recovery::{self, RecoveredRecord};
+use super::recovery;
+use super::scan::{self, RecoveredRecord};
 use super::space::{SpaceState, SpaceUse};
 use crate::base::background;
 use crate::error::{Error, Result};
@@ -467,6 +468,39 @@ impl Log {
         &self.shared.storage
     }
 
+    /// Verifies the records below the anchor the open started its scan at, which it did not
+    /// read (`recovery::verify_below_anchor`: every check of an open's scan). Once they pass,
+    /// later calls do nothing; a failure is `Corruption` naming the file and offset, and the
+    /// next call checks again. The caller keeps compaction from removing segments meanwhile,
+    /// and compaction calls it before it copies any record. `cancelled` is asked at each
+    /// segment: a cancelled check leaves the records to the next call.
+    pub fn verify_below_anchor(&self, cancelled: &dyn Fn() -> bool) -> Result<()> {
+        let shared = &self.shared;
+        let Some(anchor) = shared.unverified_anchor.lock().clone() else {
+            return Ok(());
+        };
+        let superblock = shared.superblock.lock().current;
+        // Compaction verifies them before it removes a segment, so the log still starts where
+        // the anchor does.
+        debug_assert_eq!(superblock.first_slot, anchor.first_slot);
+        scan::verify_below_anchor(
+            &shared.segments,
+            &superblock,
+            shared.storage.path(),
+            &anchor,
+            cancelled,
+        )?;
+        if !cancelled() {
+            *shared.unverified_anchor.lock() = None;
+        }
+        Ok(())
+    }
+
+    /// Whether records below the open's anchor still wait for [`Log::verify_below_anchor`].
+    pub fn has_unverified_records(&self) -> bool {
+        self.shared.unverified_anchor.lock().is_some()
+    }
+
     /// Where this log stands after a clean [`Log::close`], for a persisted index to record;
     /// `None` when the close was not clean: a read-only or poisoned log, a record still
     /// unfinished, or a superblock whose watermark is not the tail.
@@ -510,6 +544,8 @@ impl Log {
         if shared.read_only || shared.poisoned.load(Ordering::Acquire) {
             return Ok(None);
         }
+        // An anchor names the superblock's generation, which a later open must find synced.
+        shared.make_generation_durable()?;
         let (completed_version, completed_end) = shared.completion.load();
         shared.wait_durable(completed_version)?;
         let superblock = shared.superblock.lock().current;

@@ -20,6 +20,7 @@ pub mod record;
 mod recovery;
 mod reservation;
 mod ring;
+mod scan;
 pub(crate) mod segment;
 mod space;
 mod staging;
@@ -31,6 +32,6 @@ pub use self::core::{
 };
 pub use anchor::LogAnchor;
 pub(crate) use reader::{LogReader, RecordBytes};
-pub use recovery::RecoveredRecord;
 pub use ring::IoUringUse;
+pub use scan::RecoveredRecord;
 pub use space::SpaceUse;

@@ -1,10 +1,5 @@
-//! Opening the log: superblock, segment discovery, the recovery scan and the torn-tail rule.
-//!
-//! Scan rules (docs/design.md, "Recovery"): records are read in log order from the first
-//! segment. A record is good when its checksum holds, its version is the one expected next,
-//! and its generation is neither newer than the superblock's nor older than the record before
-//! it. The first bad record ends the log: before the durable watermark that is `Corruption`
-//! naming file and offset; at or past it the tail is torn and is cut off there.
+//! Opening the log: superblock, segment discovery, and what follows the recovery scan
+//! (`scan.rs`): the torn tail cut off, stale segments removed, the new generation.
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -12,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 use portable_atomic::AtomicU128;
 
-use super::anchor::{describes, LogAnchor};
+use super::anchor::LogAnchor;
 use super::completion::{pack, CompletionTracker};
 use super::core::SpacePolicy;
 use super::core::{
@@ -21,64 +16,12 @@ use super::core::{
 };
 use super::flush::sync_superblock_copy;
 use super::group_commit::FlushState;
-use super::record::{self, RecordKind};
 use super::ring::{IoUringUse, SyncRing};
+use super::scan::{scan_or_verify, RecoveredRecord, ScanResult};
 use super::segment::{Segment, SegmentTable};
 use super::superblock::{self, ReadOutcome, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
 use crate::error::{Error, Result};
 use crate::storage::{Mapping, Storage};
-use crate::types::Version;
-
-/// One record found by the recovery scan.
-pub struct RecoveredRecord<'a> {
-    pub version: Version,
-    /// Global offset, as `Reservation::location` gave it.
-    pub location: u64,
-    /// A record past a persisted index's tail, to replay onto that index once it is loaded
-    /// (`scan_or_verify`); otherwise the scan replays every record into a new index.
-    pub onto_persisted_index: bool,
-    pub payload: &'a [u8],
-    /// The records replayed before this one, read back by offset (`RecordBytes`).
-    pub(crate) earlier: EarlierRecords<'a>,
-}
-
-/// Reads bytes of records the recovery scan has passed, while the log is not open yet.
-pub(crate) struct EarlierRecords<'a> {
-    table: &'a SegmentTable,
-    slot_size: u64,
-    guard: &'a crossbeam_epoch::Guard,
-    directory: &'a std::path::Path,
-}
-
-impl<'a> EarlierRecords<'a> {
-    /// The segment holding global offset `offset`, and the offset inside it.
-    fn locate(&self, offset: u64) -> Option<(&'a Segment, u64)> {
-        let segment = self.table.get(offset / self.slot_size, self.guard)?;
-        Some((segment, offset - segment.first_slot * self.slot_size))
-    }
-}
-
-impl<'a> super::reader::RecordBytes<'a> for EarlierRecords<'a> {
-    fn bytes_from(&mut self, offset: u64) -> Result<&'a [u8]> {
-        let (segment, local) = self
-            .locate(offset)
-            .ok_or_else(|| self.corruption(offset, "no segment holds this log offset"))?;
-        if local >= segment.length() {
-            return Err(self.corruption(offset, "past the end of its segment"));
-        }
-        // SAFETY: inside the mapping, which lives while the scan's guard does.
-        Ok(unsafe { segment.bytes_from(local) })
-    }
-
-    fn corruption(&mut self, offset: u64, reason: &str) -> Error {
-        match self.locate(offset) {
-            Some((segment, local)) => {
-                Error::corruption(self.directory.join(&segment.name), local, reason)
-            }
-            None => Error::corruption(self.directory, offset, reason),
-        }
-    }
-}
 
 pub(super) fn create_segment(
     storage: &dyn Storage,
@@ -368,8 +311,10 @@ pub(super) fn open(
         kept
     };
     // Whatever the scan accepted is made durable before anything new is appended, so the new
-    // watermark is true.
-    for segment in table.all() {
+    // watermark is true. A clean open (the scan accepted nothing past the watermark) has
+    // nothing to sync.
+    let clean = scan.tail == superblock.durable_watermark;
+    for segment in table.all().iter().filter(|_| !clean) {
         if (segment.first_slot + segment.slot_count) * slot_size > superblock.durable_watermark {
             segment
                 .file
@@ -385,14 +330,16 @@ pub(super) fn open(
         current: superblock,
         synced_copy: loaded_copy,
     };
-    sync_superblock_copy(
-        storage.as_ref(),
-        superblock_file.as_ref(),
-        &mut superblock_state,
-    )?;
-    storage
-        .sync_directory()
-        .map_err(|error| Error::io(&directory, "fsync directory", error))?;
+    // The new generation must be in a synced superblock before a record of it is appended.
+    // After a clean open that is left to the first reservation, so that an open to read pays
+    // no sync; otherwise it happens here.
+    if !clean {
+        make_generation_durable(
+            storage.as_ref(),
+            superblock_file.as_ref(),
+            &mut superblock_state,
+        )?;
+    }
 
     Ok((
         shared_state(
@@ -402,9 +349,23 @@ pub(super) fn open(
             (table, scan),
             lock,
             false,
+            (clean, anchor.filter(|_| anchored).cloned()),
         ),
         anchored,
     ))
+}
+
+/// Syncs the superblock with the open's new generation in the copy that was not read, and
+/// the directory (the open's removals of stale segments).
+pub(super) fn make_generation_durable(
+    storage: &dyn Storage,
+    superblock_file: &dyn crate::storage::StorageFile,
+    state: &mut SuperblockState,
+) -> Result<()> {
+    sync_superblock_copy(storage, superblock_file, state)?;
+    storage
+        .sync_directory()
+        .map_err(|error| Error::io(storage.path(), "fsync directory", error))
 }
 
 /// Opens the log for reading only, beside a process that may have it open for writing: no
@@ -507,6 +468,7 @@ pub(super) fn open_read_only(
         (table, scan),
         Box::new(()),
         true,
+        (false, anchor.filter(|_| anchored).cloned()),
     );
     Ok((shared, anchored))
 }
@@ -519,6 +481,7 @@ fn shared_state(
     (segments, scan): (SegmentTable, ScanResult),
     lock: Box<dyn std::any::Any + Send + Sync>,
     read_only: bool,
+    (generation_pending, unverified_anchor): (bool, Option<LogAnchor>),
 ) -> LogShared {
     let last_version = scan.next_version - 1;
     let slot_size = superblock.current.segment_size_bytes;
@@ -552,6 +515,8 @@ fn shared_state(
         peak_waiting_writers: std::sync::atomic::AtomicU32::new(0),
         sync_in_progress: AtomicBool::new(false),
         poisoned: AtomicBool::new(false),
+        generation_pending: AtomicBool::new(generation_pending),
+        unverified_anchor: Mutex::new(unverified_anchor),
         read_only,
         closed: AtomicBool::new(false),
         prepared_slot: AtomicU64::new(scan.tail / slot_size),
@@ -586,171 +551,4 @@ fn sync_ring(
         Ok(ring) => (Some(ring), IoUringUse::Used),
         Err(reason) => (None, IoUringUse::Refused(reason)),
     }
-}
-
-/// The log scanned, and whether `anchor` (a persisted index's) describes a prefix of it: then
-/// the scan verifies every record (checksum, version, generation: the same checks and the
-/// same `Corruption` as ever), hands none below the anchor's tail to `replay`, and hands the
-/// ones after it with `onto_persisted_index` set, for the caller to replay onto the index it
-/// loads. When the anchor does not describe the store as the superblock and the files show
-/// it, or the scan does not reach its tail at a record boundary with its next version and
-/// version index, the log is scanned again and every record replayed.
-fn scan_or_verify(
-    anchor: Option<&LogAnchor>,
-    table: &SegmentTable,
-    superblock: &Superblock,
-    directory: &std::path::Path,
-    replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
-) -> Result<(ScanResult, bool)> {
-    let slot_size = superblock.segment_size_bytes;
-    if let Some(anchor) = anchor.filter(|anchor| describes(anchor, superblock, table)) {
-        let verified = scan(
-            table,
-            slot_size,
-            superblock,
-            directory,
-            Some(anchor),
-            replay,
-        )?;
-        if verified.reached_anchor {
-            return Ok((verified, true));
-        }
-    }
-    Ok((
-        scan(table, slot_size, superblock, directory, None, replay)?,
-        false,
-    ))
-}
-
-struct ScanResult {
-    tail: u64,
-    next_version: Version,
-    version_index: Vec<(Version, u64)>,
-    /// The scan was given an anchor and met it: at its tail, a record boundary, with its
-    /// next version and version index. (A scan that does not meet it stops there.)
-    reached_anchor: bool,
-}
-
-/// Scans the log from the first slot, handing records to `replay`: every one without an
-/// `anchor`; with one, only those past the anchor's tail, once the scan has met it there.
-fn scan(
-    table: &SegmentTable,
-    slot_size: u64,
-    superblock: &Superblock,
-    directory: &std::path::Path,
-    anchor: Option<&LogAnchor>,
-    replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
-) -> Result<ScanResult> {
-    let watermark = superblock.durable_watermark;
-    let current_generation = superblock.generation as u32;
-    let mut position = superblock.first_slot * slot_size;
-    let mut expected_version: Option<Version> = None;
-    let mut previous_generation = 0u32;
-    let mut version_index = Vec::new();
-    // Without an anchor every record is replayed from the start.
-    let mut past_anchor = anchor.is_none();
-    let guard = crossbeam_epoch::pin();
-    loop {
-        if let Some(anchor) = anchor.filter(|_| !past_anchor) {
-            if position >= anchor.tail {
-                let met = position == anchor.tail
-                    && expected_version.unwrap_or(1) == anchor.next_version
-                    && version_index == anchor.version_index;
-                if !met {
-                    return Ok(ScanResult {
-                        tail: position,
-                        next_version: expected_version.unwrap_or(1),
-                        version_index,
-                        reached_anchor: false,
-                    });
-                }
-                past_anchor = true;
-            }
-        }
-        let Some(segment) = table.get(position / slot_size, &guard) else {
-            // Segments past a missing one would be taken for stale and removed: refuse instead.
-            let later_segment = table
-                .all()
-                .iter()
-                .any(|segment| segment.first_slot * slot_size > position);
-            if position < watermark || later_segment {
-                return Err(Error::corruption(
-                    directory.join(Segment::file_name(position / slot_size)),
-                    0,
-                    if position < watermark {
-                        format!("the log ends at offset {position}, before the durable watermark {watermark}")
-                    } else {
-                        format!("the segment for log offset {position} is missing, and later segments exist")
-                    },
-                ));
-            }
-            break;
-        };
-        let segment_start = segment.first_slot * slot_size;
-        let segment_end = segment_start + segment.length();
-        let local = position - segment_start;
-        if segment_end - position < record::HEADER_BYTES as u64 {
-            position = segment_end;
-            continue;
-        }
-        // SAFETY: no appender exists yet; the scan is the only user of the mapping.
-        let bytes = unsafe { segment.bytes_from(local) };
-        let verdict = record::decode(bytes).and_then(|(header, payload)| {
-            if header.generation > current_generation || header.generation < previous_generation {
-                return Err("record generation out of order (stale bytes past an earlier cut)");
-            }
-            if expected_version.is_some_and(|expected| header.version != expected) {
-                return Err("record version out of sequence");
-            }
-            Ok((header, payload))
-        });
-        match verdict {
-            Ok((header, payload)) => {
-                previous_generation = header.generation;
-                match header.kind {
-                    RecordKind::SegmentEnd => {
-                        expected_version = Some(header.version);
-                        position = segment_end;
-                    }
-                    RecordKind::Abort | RecordKind::Data => {
-                        if header.version % super::core::VERSION_INDEX_STRIDE == 0 {
-                            version_index.push((header.version, position));
-                        }
-                        if header.kind == RecordKind::Data && past_anchor {
-                            replay(RecoveredRecord {
-                                version: header.version,
-                                location: position,
-                                onto_persisted_index: anchor.is_some(),
-                                payload,
-                                earlier: EarlierRecords {
-                                    table,
-                                    slot_size,
-                                    guard: &guard,
-                                    directory,
-                                },
-                            })?;
-                        }
-                        expected_version = Some(header.version + 1);
-                        position += record::record_size(header.payload_length as u64);
-                    }
-                }
-            }
-            Err(reason) => {
-                if position < watermark {
-                    return Err(Error::corruption(
-                        directory.join(&segment.name),
-                        local,
-                        reason,
-                    ));
-                }
-                break;
-            }
-        }
-    }
-    Ok(ScanResult {
-        tail: position,
-        next_version: expected_version.unwrap_or(1),
-        version_index,
-        reached_anchor: anchor.is_some() && past_anchor,
-    })
 }

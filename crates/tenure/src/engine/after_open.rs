@@ -1,45 +1,66 @@
-//! The background restorer: after an open from a persisted index, a thread restores the
-//! index's shards that no lookup has restored yet (`index/restore.rs`), so that lookups stop
-//! paying for them soon after the open.
+//! The work an open from a persisted index leaves for after it returns, each on a thread of
+//! its own that holds only a weak reference (so it never keeps a store alive) and that a close
+//! stops: the verification of the log below the file's tail (`Log::verify_below_anchor`),
+//! and the restore of the index's shards that no lookup has restored (`index/restore.rs`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use crate::engine::core::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::checkpoint::CHECKPOINT_FILE;
 use crate::index::point_index::SHARDS;
 
-/// A thread restoring a persisted index's remaining shards, one at a time; it holds only a
-/// weak reference, so it never keeps a store alive, and a close stops it between shards.
-pub(crate) struct BackgroundRestore {
+/// The threads finishing an open.
+pub(crate) struct AfterOpen {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
-impl BackgroundRestore {
-    /// Starts it for `store`, unless its index is restored already.
-    pub(crate) fn start(store: &Arc<Engine>) -> Result<Option<BackgroundRestore>> {
-        if store.index.is_restored() {
-            return Ok(None);
-        }
+impl AfterOpen {
+    /// Starts what `store`'s open left: nothing after an open that replayed the log.
+    pub(crate) fn start(store: &Arc<Engine>) -> Result<AfterOpen> {
         let stop = Arc::new(AtomicBool::new(false));
-        let thread_stop = Arc::clone(&stop);
-        let store = Arc::downgrade(store);
-        // At the callers' priority: a lookup of a shard this thread is restoring waits for it.
-        let thread = crate::base::background::spawn(
-            "tenure-restorer",
-            crate::base::background::Priority::Normal,
-            move || restore_remaining(&store, &thread_stop),
-        )
-        .map_err(|error| crate::error::Error::io("tenure-restorer", "spawn thread", error))?;
-        Ok(Some(BackgroundRestore { stop, thread }))
+        let mut threads = Vec::new();
+        if store.log.has_unverified_records() {
+            threads.push(spawn("tenure-verifier", store, &stop, verify_log)?);
+        }
+        if !store.index.is_restored() {
+            threads.push(spawn("tenure-restorer", store, &stop, restore_remaining)?);
+        }
+        Ok(AfterOpen { stop, threads })
     }
 
-    /// Stops the thread after the shard it is restoring, and waits for it.
+    /// Stops the threads at their next step (a segment verified, a shard restored), and
+    /// waits for them.
     pub(crate) fn stop(self) {
         self.stop.store(true, Ordering::Release);
-        let _ = self.thread.join();
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// At the callers' priority: a lookup may wait for a shard this thread is restoring, and the
+/// sooner the log is verified the shorter the time its reads are served unverified.
+fn spawn(
+    name: &'static str,
+    store: &Arc<Engine>,
+    stop: &Arc<AtomicBool>,
+    body: fn(&Weak<Engine>, &AtomicBool),
+) -> Result<std::thread::JoinHandle<()>> {
+    let store = Arc::downgrade(store);
+    let stop = Arc::clone(stop);
+    crate::base::background::spawn(name, crate::base::background::Priority::Normal, move || {
+        body(&store, &stop)
+    })
+    .map_err(|error| Error::io(name, "spawn thread", error))
+}
+
+fn verify_log(store: &Weak<Engine>, stop: &AtomicBool) {
+    if let Some(engine) = store.upgrade() {
+        let _no_compaction = engine.compaction.lock();
+        let _ = engine.verify_log_locked(&|| stop.load(Ordering::Acquire));
     }
 }
 
@@ -61,14 +82,33 @@ fn restore_remaining(store: &Weak<Engine>, stop: &AtomicBool) {
 }
 
 impl Engine {
+    /// Verifies the log below the persisted index an open started from, unless done
+    /// (`Log::verify_below_anchor`); damage found there fails every later call with it, as
+    /// it would have failed the open, and the saved index is deleted, so that the next open
+    /// reads the whole log (and refuses). The caller holds `compaction`.
+    pub(crate) fn verify_log_locked(&self, cancelled: &dyn Fn() -> bool) -> Result<()> {
+        let verified = self.log.verify_below_anchor(cancelled);
+        if let Err(error) = &verified {
+            *self.damage.lock() = Some(error.clone());
+            self.damaged.store(true, Ordering::Release);
+            self.forget_saved_index_locked();
+        }
+        verified
+    }
+
     /// Deletes the saved index this store was opened from, which could not be restored
     /// whole, so that the next open replays the log (a read-only store leaves it: the writer's
     /// own restore meets the same failure).
     pub(crate) fn forget_saved_index(&self) {
+        let _no_compaction = self.compaction.lock();
+        self.forget_saved_index_locked();
+    }
+
+    /// [`Engine::forget_saved_index`], the caller holding `compaction`.
+    fn forget_saved_index_locked(&self) {
         if self.log.is_read_only() {
             return;
         }
-        let _no_compaction = self.compaction.lock();
         *self.checkpointed.lock() = None;
         let _ = self.log.storage().remove(CHECKPOINT_FILE);
     }
