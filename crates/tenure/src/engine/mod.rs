@@ -318,11 +318,13 @@ impl LocalStore {
             self.abandon_in_child();
             return Ok(());
         }
-        if let Some(background) = self.background.lock().take() {
-            background.stop();
-        }
+        // First: the check after the open holds the compaction lock, and the compactor may be
+        // waiting for it; stopped first, the check ends at its next segment.
         if let Some(after_open) = self.after_open.lock().take() {
             after_open.stop();
+        }
+        if let Some(background) = self.background.lock().take() {
+            background.stop();
         }
         if self.engine.closed.swap(true, Ordering::AcqRel) {
             return Ok(());

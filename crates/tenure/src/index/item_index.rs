@@ -113,8 +113,8 @@ impl Index {
         self.restore_shard(self.points.shard_of(index_key))
     }
 
-    /// Restores shard `shard` (one of the point index's 256) unless it is, waiting while another thread
-    /// restores it.
+    /// Restores shard `shard` (one of the point index's 256) unless it is, waiting while
+    /// another thread restores it.
     pub fn restore_shard(&self, shard: usize) -> Result<()> {
         match &self.pending {
             Some(pending) => pending.states.restore(

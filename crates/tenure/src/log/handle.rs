@@ -469,7 +469,7 @@ impl Log {
     }
 
     /// Verifies the records below the anchor the open started its scan at, which it did not
-    /// read (`recovery::verify_below_anchor`: every check of an open's scan). Once they pass,
+    /// read (`scan::verify_below_anchor`: every check of an open's scan). Once they pass,
     /// later calls do nothing; a failure is `Corruption` naming the file and offset, and the
     /// next call checks again. The caller keeps compaction from removing segments meanwhile,
     /// and compaction calls it before it copies any record. `cancelled` is asked at each

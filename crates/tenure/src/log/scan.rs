@@ -66,12 +66,11 @@ impl<'a> super::reader::RecordBytes<'a> for EarlierRecords<'a> {
 }
 
 /// The log scanned, and whether `anchor` (a persisted index's) describes a prefix of it: then
-/// the scan verifies every record (checksum, version, generation: the same checks and the
-/// same `Corruption` as ever), hands none below the anchor's tail to `replay`, and hands the
-/// ones after it with `onto_persisted_index` set, for the caller to replay onto the index it
-/// loads. When the anchor does not describe the store as the superblock and the files show
-/// it, or the scan does not reach its tail at a record boundary with its next version and
-/// version index, the log is scanned again and every record replayed.
+/// the scan starts at the anchor's tail, and hands the records after it to `replay` with
+/// `onto_persisted_index` set, for the caller to replay onto the index it loads; the records
+/// below the tail are left to [`verify_below_anchor`], after the open. When the anchor does
+/// not describe the store as the superblock and the files show it, or a segment below its
+/// tail is missing, the whole log is scanned and every record replayed.
 pub(super) fn scan_or_verify(
     anchor: Option<&LogAnchor>,
     table: &SegmentTable,
