@@ -202,9 +202,10 @@ impl Engine {
             };
             self.log.prefetch(offset.saturating_sub(64), lines, guard);
         };
+        let restored = self.index.ready_for(key_bytes)?;
         let slot = self
             .index
-            .get_prefetching(key_bytes, guard, prefetch_value)?;
+            .get_prefetching(restored, key_bytes, guard, prefetch_value);
         let node = match slot.as_deref() {
             Some(slot) => self.resolve(slot, version, repeatable, guard)?,
             None => None,

@@ -231,7 +231,10 @@ impl Engine {
         let key_bytes = index_key(incarnation.id, key);
         let guard = crossbeam_epoch::pin();
         let inserts = matches!(kind, WriteKind::Put | WriteKind::Create);
-        let Some((slot, hint_cell)) = self.index.slot_for_write(&key_bytes, inserts, &guard)?
+        let restored = self.index.ready_for(&key_bytes)?;
+        let Some((slot, hint_cell)) = self
+            .index
+            .slot_for_write(restored, &key_bytes, inserts, &guard)
         else {
             conditions::check_write_existence(kind, &options.conditions, None)?;
             return Err(Error::rejected(ErrorCode::NotFound));

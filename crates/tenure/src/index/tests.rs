@@ -474,9 +474,9 @@ fn a_lookup_prefetches_where_the_keys_last_value_was_written_in_any_log_window()
     let offsets_seen = |index: &Index| {
         let mut offsets = Vec::new();
         let guard = crossbeam_epoch::pin();
+        let restored = index.ready_for(key).unwrap();
         let found = index
-            .get_prefetching(key, &guard, |offset| offsets.push(offset))
-            .unwrap()
+            .get_prefetching(restored, key, &guard, |offset| offsets.push(offset))
             .is_some();
         (found, offsets)
     };
