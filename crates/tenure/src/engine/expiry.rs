@@ -17,8 +17,14 @@ impl Engine {
     /// recorded. An item written meanwhile is left alone (its write reset the TTL). Walks
     /// every item until it has recorded `max_items` (once any item can expire): its cost grows
     /// with the store.
+    ///
+    /// Returns once every record reserved before it ends is visible: an expiry the background
+    /// sweep was recording meanwhile (its tombstone installed, so this walk passes the item
+    /// by) is then in the change feed too, as a caller that swept expects.
     pub(crate) fn sweep_expired(&self, max_items: usize) -> Result<usize> {
-        self.sweep_expired_step(&mut Vec::new(), usize::MAX, max_items)
+        let recorded = self.sweep_expired_step(&mut Vec::new(), usize::MAX, max_items)?;
+        self.log.wait(self.log.last_reserved_version())?;
+        Ok(recorded)
     }
 
     /// The background compactor's sweep, a bounded step at a time: at most `max_items` items
