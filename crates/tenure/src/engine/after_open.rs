@@ -105,7 +105,7 @@ impl Engine {
     }
 
     /// [`Engine::forget_saved_index`], the caller holding `compaction`.
-    fn forget_saved_index_locked(&self) {
+    pub(crate) fn forget_saved_index_locked(&self) {
         if self.log.is_read_only() {
             return;
         }

@@ -117,10 +117,12 @@ impl Engine {
     /// describes the log (an open would replay the whole log anyway). The caller holds
     /// `compaction`. A failure leaves the file: the next open rejects it all the same.
     pub(crate) fn remove_stale_saved_index(&self) {
-        let mut saved = self.checkpointed.lock();
-        if saved.is_some_and(|saved| saved.first_slot != self.log.first_slot()) {
-            *saved = None;
-            let _ = self.log.storage().remove(CHECKPOINT_FILE);
+        let stale = self
+            .checkpointed
+            .lock()
+            .is_some_and(|saved| saved.first_slot != self.log.first_slot());
+        if stale {
+            self.forget_saved_index_locked();
         }
     }
 }
