@@ -26,6 +26,7 @@ step "clippy (-D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p tenure-benches --features peers --all-targets --locked -- -D warnings
 cargo clippy -p tenure --features shuttle --lib --tests --locked -- -D warnings
+cargo clippy -p tenure-ffi --features shuttle --lib --tests --locked -- -D warnings
 
 step "cargo-deny: licenses, bans, sources (offline)"
 # Every package of the lock file, for every platform: cargo metadata (which cargo-deny runs)
@@ -39,8 +40,9 @@ bash scripts/etcd-cluster.sh env TENURE_REQUIRE_ETCD=1 cargo test --workspace --
 # failure; once every test passed they are only disk.
 rm -rf "$target_directory/tmp"
 
-step "shuttle: the log's completion protocol and the ordered index under randomized and PCT schedules"
+step "shuttle: the log's completion protocol, the ordered index and the C handle registry's slot protocol under randomized and PCT schedules"
 cargo test --locked -p tenure --features shuttle --lib shuttle_
+cargo test --locked -p tenure-ffi --features shuttle --lib shuttle_
 
 step "fuzz corpora replayed on stable (with the C ABI target)"
 cargo test --locked -p tenure-testkit --features ffi --test fuzz_corpora

@@ -19,7 +19,7 @@ pub unsafe extern "C" fn tenure_batch_new(
         };
         let handle = handles::register(Object::Batch(Mutex::new(BatchObject {
             batch: Some(batch),
-            _store: Arc::clone(&store),
+            _store: store.shared(),
         })))?;
         // SAFETY: checked non-NULL.
         unsafe { *batch_out = handle as *mut tenure_batch };
@@ -40,7 +40,7 @@ fn with_batch(
     batch: *const tenure_batch,
     body: impl FnOnce(&mut tenure::Batch<'static>) -> Result<(), Fail>,
 ) -> Result<(), Fail> {
-    let object = handles::lookup("batch", batch as usize, "batch")?;
+    let object = handles::hold("batch", batch as usize, Kind::Batch)?;
     let Object::Batch(batch) = &*object else {
         unreachable!()
     };
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn tenure_batch_commit(
     version_out: *mut u64,
 ) -> tenure_status {
     guard(|| {
-        let object = handles::lookup("batch", batch as usize, "batch")?;
+        let object = handles::hold("batch", batch as usize, Kind::Batch)?;
         let Object::Batch(batch) = &*object else {
             unreachable!()
         };
@@ -338,7 +338,7 @@ pub unsafe extern "C" fn tenure_batch_commit(
 #[no_mangle]
 pub unsafe extern "C" fn tenure_batch_free(batch: *mut tenure_batch) -> tenure_status {
     guard(|| {
-        handles::release("batch", batch as usize, "batch")?;
+        handles::release("batch", batch as usize, Kind::Batch)?;
         Ok(())
     })
 }

@@ -39,7 +39,7 @@ pub unsafe extern "C" fn tenure_cursor_open(
         let container = unsafe { optional_text("container", container) }?.map(str::to_owned);
         out("cursor_out", cursor_out)?;
         let handle = handles::register(Object::Cursor(Mutex::new(CursorObject {
-            store,
+            store: store.shared(),
             since,
             container,
             include_values,
@@ -85,7 +85,7 @@ fn with_cursor<T>(
     cursor: *const tenure_cursor,
     body: impl FnOnce(&mut CursorObject) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
-    let object = handles::lookup("cursor", cursor as usize, "cursor")?;
+    let object = handles::hold("cursor", cursor as usize, Kind::Cursor)?;
     let Object::Cursor(cursor) = &*object else {
         unreachable!()
     };
@@ -231,7 +231,7 @@ pub unsafe extern "C" fn tenure_cursor_container(
 #[no_mangle]
 pub unsafe extern "C" fn tenure_cursor_free(cursor: *mut tenure_cursor) -> tenure_status {
     guard(|| {
-        handles::release("cursor", cursor as usize, "cursor")?;
+        handles::release("cursor", cursor as usize, Kind::Cursor)?;
         Ok(())
     })
 }

@@ -38,12 +38,12 @@ pub struct tenure_lease_info {
 /// The lease a call acts on.
 pub(crate) enum Target<'a> {
     Item {
-        store: Arc<Store>,
+        store: handles::StoreHold,
         container: &'a str,
         key: &'a [u8],
     },
     Container {
-        store: Arc<Store>,
+        store: handles::StoreHold,
         name: &'a str,
     },
 }

@@ -20,6 +20,7 @@ mod boundary;
 mod conditions;
 mod containers;
 mod feed;
+mod gate;
 mod handles;
 mod items;
 mod leases;
@@ -35,6 +36,7 @@ mod store;
 mod store_leases;
 mod store_reads;
 mod store_writes;
+mod sync;
 mod util;
 mod views;
 

@@ -108,7 +108,7 @@ fn with_page<T>(
     page: *const tenure_page,
     body: impl FnOnce(&tenure::Page) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
-    let object = handles::lookup("page", page as usize, "page")?;
+    let object = handles::hold("page", page as usize, Kind::Page)?;
     let Object::Page(page) = &*object else {
         unreachable!()
     };
@@ -235,7 +235,7 @@ pub unsafe extern "C" fn tenure_page_continuation(
 #[no_mangle]
 pub unsafe extern "C" fn tenure_page_free(page: *mut tenure_page) -> tenure_status {
     guard(|| {
-        handles::release("page", page as usize, "page")?;
+        handles::release("page", page as usize, Kind::Page)?;
         Ok(())
     })
 }

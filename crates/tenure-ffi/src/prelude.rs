@@ -8,14 +8,14 @@ pub(crate) use std::time::Duration;
 pub(crate) use tenure::{
     ChangeKind, ChangesOptions, Conditions, ContainerOptions, ContainerWriteOptions, Durability,
     ETagArg, ETagList, Item, LeaseDuration, LeaseId, LeaseRequest, LeaseState, LockHandle,
-    ReadOptions, Store, StoreOptions, Ttl, WriteOptions,
+    ReadOptions, StoreOptions, Ttl, WriteOptions,
 };
 
 pub(crate) use crate::boundary::*;
 pub(crate) use crate::conditions::*;
 pub(crate) use crate::handles::{
     self, tenure_batch, tenure_cursor, tenure_item, tenure_page, tenure_snapshot, tenure_store,
-    BatchObject, CursorObject, Object, SnapshotObject,
+    BatchObject, CursorObject, Kind, Object, SnapshotObject,
 };
 pub(crate) use crate::items::TENURE_WRITE_PUT;
 pub(crate) use crate::metadata::*;

@@ -285,9 +285,9 @@ fn with_item<T>(
     item: *const tenure_item,
     body: impl FnOnce(&Item) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
-    let object = handles::lookup("item", item as usize, "item")?;
+    let object = handles::hold("item", item as usize, Kind::Item)?;
     let Object::Item(item) = &*object else {
-        unreachable!("kind checked by lookup")
+        unreachable!("kind checked by the hold")
     };
     body(item)
 }
@@ -395,8 +395,7 @@ pub unsafe extern "C" fn tenure_item_value_view(
             out("length_out", length_out)?;
             let value = item.value.as_deref().unwrap_or(&[]);
             // SAFETY: checked non-NULL. The bytes live in the registry's object until the
-            // handle is freed (the registry holds the object; the lookup's is a second
-            // reference).
+            // handle is freed.
             unsafe {
                 *data_out = value.as_ptr();
                 *length_out = value.len();
@@ -410,7 +409,7 @@ pub unsafe extern "C" fn tenure_item_value_view(
 #[no_mangle]
 pub unsafe extern "C" fn tenure_item_free(item: *mut tenure_item) -> tenure_status {
     guard(|| {
-        handles::release("item", item as usize, "item")?;
+        handles::release("item", item as usize, Kind::Item)?;
         Ok(())
     })
 }

@@ -19,7 +19,7 @@ pub unsafe extern "C" fn tenure_snapshot_open(
         };
         let handle = handles::register(Object::Snapshot(SnapshotObject {
             snapshot,
-            _store: Arc::clone(&store),
+            _store: store.shared(),
         }))?;
         // SAFETY: checked non-NULL.
         unsafe { *snapshot_out = handle as *mut tenure_snapshot };
@@ -48,9 +48,9 @@ pub(crate) fn with_snapshot<T>(
     snapshot: *const tenure_snapshot,
     body: impl FnOnce(&tenure::Snapshot<'static>) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
-    let object = handles::lookup("snapshot", snapshot as usize, "snapshot")?;
+    let object = handles::hold("snapshot", snapshot as usize, Kind::Snapshot)?;
     let Object::Snapshot(snapshot) = &*object else {
-        unreachable!("kind checked by lookup")
+        unreachable!("kind checked by the hold")
     };
     body(&snapshot.snapshot)
 }
@@ -90,7 +90,7 @@ pub unsafe extern "C" fn tenure_snapshot_get(
 #[no_mangle]
 pub unsafe extern "C" fn tenure_snapshot_free(snapshot: *mut tenure_snapshot) -> tenure_status {
     guard(|| {
-        handles::release("snapshot", snapshot as usize, "snapshot")?;
+        handles::release("snapshot", snapshot as usize, Kind::Snapshot)?;
         Ok(())
     })
 }

@@ -14,10 +14,11 @@ pub struct tenure_store_options {
     pub disable_background_compaction: bool,
 }
 
+#[inline]
 pub(crate) fn store_of(
     argument: &'static str,
     handle: *const tenure_store,
-) -> Result<Arc<Store>, Fail> {
+) -> Result<handles::StoreHold, Fail> {
     handles::store(argument, handle as usize)
 }
 
@@ -28,7 +29,7 @@ pub(crate) unsafe fn item_target<'a>(
     container: *const c_char,
     key_pointer: *const u8,
     key_length: usize,
-) -> Result<(Arc<Store>, &'a str, &'a [u8]), Fail> {
+) -> Result<(handles::StoreHold, &'a str, &'a [u8]), Fail> {
     let store = store_of("store", store)?;
     // SAFETY: the caller's contract.
     let (container, key) =
@@ -181,7 +182,7 @@ pub unsafe extern "C" fn tenure_store_close(store: *mut tenure_store) -> tenure_
 #[no_mangle]
 pub unsafe extern "C" fn tenure_store_free(store: *mut tenure_store) -> tenure_status {
     guard(|| {
-        handles::release("store", store as usize, "store")?;
+        handles::release("store", store as usize, Kind::Store)?;
         Ok(())
     })
 }
