@@ -35,6 +35,13 @@ fn open(
 
 #[test]
 fn records_of_every_size_survive_a_reopen_byte_exact() {
+    // `buffered`: payloads of 64 KiB and more are written apart from the mapping.
+    for durability in [Durability::Sync, Durability::Buffered] {
+        records_of_every_size_survive_a_reopen_byte_exact_in(durability);
+    }
+}
+
+fn records_of_every_size_survive_a_reopen_byte_exact_in(durability: Durability) {
     let directory = TempDir::new("round-trip");
     let storage: Arc<dyn Storage> = Arc::new(FileStorage::new(directory.path()));
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -54,7 +61,7 @@ fn records_of_every_size_survive_a_reopen_byte_exact() {
     sizes.extend((0..300).map(|_| rng.gen_range(0..3000)));
     let mut written = Vec::new();
     {
-        let (log, recovered) = open(Arc::clone(&storage), &options(Durability::Sync)).unwrap();
+        let (log, recovered) = open(Arc::clone(&storage), &options(durability)).unwrap();
         assert!(recovered.is_empty());
         for (index, size) in sizes.iter().enumerate() {
             let bytes = if *size == 0 {
@@ -68,7 +75,7 @@ fn records_of_every_size_survive_a_reopen_byte_exact() {
             written.push((version, bytes));
         }
     }
-    let (log, recovered) = open(Arc::clone(&storage), &options(Durability::Sync)).unwrap();
+    let (log, recovered) = open(Arc::clone(&storage), &options(durability)).unwrap();
     assert_eq!(recovered.len(), written.len());
     assert_eq!(recovered, written);
     // Appends continue with the next version after a reopen.
@@ -627,4 +634,65 @@ fn staged_records_reach_the_file_with_their_groups_sync_one_write_per_run() {
     let (_, recovered) = open(Arc::new(disk.clone()), &log_options).unwrap();
     let recovered: Vec<Vec<u8>> = recovered.into_iter().map(|(_, bytes)| bytes).collect();
     assert_eq!(recovered, expected);
+}
+
+/// A large payload goes to the file with one vectored write of the caller's parts, not through
+/// the mapping, and its header is written last, at the seal: until then the file holds the
+/// payload behind a zeroed header, which no scan takes for a record. An aborted one becomes an
+/// `Abort` record. Both durabilities; the records around them are unaffected.
+#[test]
+fn a_payload_written_apart_is_a_record_only_once_sealed() {
+    for durability in [Durability::Buffered, Durability::Sync] {
+        let disk = SimStorage::new();
+        let log_options = LogOptions {
+            segment_size_bytes: 1 << 20,
+            durability,
+            ..LogOptions::default()
+        };
+        let (log, _) = open(Arc::new(disk.clone()), &log_options).unwrap();
+        let small = payload::make(4, 0, 100);
+        log.append(&small).unwrap();
+        let large = payload::make(4, 1, 100_000);
+        let mut reservation = log.reserve(large.len(), SpaceUse::Ordinary).unwrap();
+        assert!(reservation.writes_payload_apart(), "{durability:?}");
+        let location = reservation.location();
+        reservation
+            .write_payload_parts(&[&large[..10], &large[10..]])
+            .unwrap();
+        let payload_without_header = |bytes: &[u8]| {
+            let files = disk.current_files();
+            let (_, segment) = files
+                .iter()
+                .find(|(name, _)| name.starts_with("segment-"))
+                .expect("the log has a segment");
+            let at = segment
+                .windows(64)
+                .position(|window| window == &bytes[..64])
+                .expect("the payload is in the file before the seal");
+            assert_eq!(segment[at..at + bytes.len()], bytes[..]);
+            assert!(
+                segment[at - 24..at].iter().all(|byte| *byte == 0),
+                "no header before the seal ({durability:?})"
+            );
+        };
+        payload_without_header(&large);
+        reservation.commit().unwrap();
+        let guard = crossbeam_epoch::pin();
+        assert_eq!(log.payload(location, &guard).unwrap(), &large[..]);
+        drop(guard);
+
+        let given_up = payload::make(4, 2, 100_000);
+        let mut aborted = log.reserve(given_up.len(), SpaceUse::Ordinary).unwrap();
+        // Through `write_payload`, as every caller but an item write's.
+        aborted.write_payload(&given_up).unwrap();
+        payload_without_header(&given_up);
+        aborted.abort();
+        let last = payload::make(4, 3, 100);
+        log.append(&last).unwrap();
+        log.close().unwrap();
+        drop(log);
+        let (_, recovered) = open(Arc::new(disk.clone()), &log_options).unwrap();
+        let payloads: Vec<Vec<u8>> = recovered.into_iter().map(|(_, bytes)| bytes).collect();
+        assert_eq!(payloads, vec![small, large, last], "{durability:?}");
+    }
 }

@@ -428,15 +428,26 @@ impl Engine {
             .log
             .reserve(1 + record::item_write_size(write), space_use)?;
         let version = reservation.version();
-        let value_offset = reservation.write_payload_with(|payload| {
-            let mut out = record::PayloadWriter::new(payload);
-            record::Sink::push(&mut out, record::OP_ITEM_WRITE);
-            let value_offset = record::encode_item_write(&mut out, write);
-            let payload = out.finish();
-            // The entry says its own version, so a plain head can name it (`plain.rs`).
-            plain::patch_version(payload, value_offset, write, version);
-            value_offset
-        })?;
+        let value_offset = match write.value {
+            Some(value) if reservation.writes_payload_apart() => {
+                // Everything before the value, then the value from the caller's memory.
+                let mut head = Vec::with_capacity(record::item_write_size(write) + 1 - value.len());
+                head.push(record::OP_ITEM_WRITE);
+                let value_offset = record::encode_item_write_head(&mut head, write);
+                plain::patch_version(&mut head, value_offset, write, version);
+                reservation.write_payload_parts(&[&head, value])?;
+                value_offset
+            }
+            _ => reservation.write_payload_with(|payload| {
+                let mut out = record::PayloadWriter::new(payload);
+                record::Sink::push(&mut out, record::OP_ITEM_WRITE);
+                let value_offset = record::encode_item_write(&mut out, write);
+                let payload = out.finish();
+                // The entry says its own version, so a plain head can name it (`plain.rs`).
+                plain::patch_version(payload, value_offset, write, version);
+                value_offset
+            })?,
+        };
         let value_location = write.value.map(|value| {
             ValueLocation::new(
                 reservation.location() + HEADER_BYTES as u64 + value_offset as u64,

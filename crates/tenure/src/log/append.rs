@@ -135,7 +135,7 @@ impl LogShared {
             start: placement.start,
             new_tail: placement.new_tail,
             payload_length,
-            header_written: false,
+            payload_written: None,
             staged: None,
             finished: false,
         })

@@ -165,6 +165,12 @@ pub(crate) struct LogShared {
     pub(super) unverified_anchor: Mutex<Option<super::anchor::LogAnchor>>,
     /// Opened read-only: every append is refused (`ReadOnly`), and nothing is ever written.
     pub(super) read_only: bool,
+    /// The last append wrote its payload apart (`Reservation::write_payload_parts`): the
+    /// preparer then faults in nothing ahead of the tail. Such appends need no page faulted
+    /// in, and they came faster than the preparer zero-filled pages, so each soon met the
+    /// huge page the preparer was filling, locked, and waited for it (5–25 ms). An append
+    /// through the mapping clears it.
+    pub(super) appending_apart: AtomicBool,
     pub(super) closed: AtomicBool,
     /// Every `VERSION_INDEX_STRIDE`-th version and its record's offset, ascending: where a
     /// reader of the change feed starts scanning.
@@ -202,8 +208,9 @@ pub struct Reservation<'log> {
     pub(super) start: u64,
     pub(super) new_tail: u64,
     pub(super) payload_length: usize,
-    /// `write_payload` wrote the whole record with its `Data` header (a `sync` store).
-    pub(super) header_written: bool,
+    /// The checksum of a payload `write_payload_parts` wrote to the file: sealing then writes
+    /// the header alone, from it.
+    pub(super) payload_written: Option<super::record::PayloadChecksum>,
     /// The whole record, `Data` header included, for the group-commit leader to write
     /// (a `sync` store; `staging.rs`). Staged when sealed as `Data`, dropped on abort.
     pub(super) staged: Option<Vec<u8>>,
@@ -242,7 +249,8 @@ impl std::ops::Deref for SegmentHold {
 }
 
 thread_local! {
-    /// The record a `sync` store's appender writes with one pwrite: header, then payload.
+    /// The payload a `sync` store's appender encodes, then writes with one pwrite, when it is
+    /// too large to stage.
     pub(super) static RECORD_BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 

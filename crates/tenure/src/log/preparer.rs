@@ -59,7 +59,11 @@ impl LogShared {
                 return;
             }
             if let Some((segment, end, allocate_lead)) = work.allocation {
-                if allocate_lead {
+                if allocate_lead && self.appending_apart.load(Ordering::Relaxed) {
+                    // Space only (`appending_apart`): a failure is the appender's to meet.
+                    let _ =
+                        segment.allocate_to(end, &|bytes| self.permits(bytes, SpaceUse::Ordinary));
+                } else if allocate_lead {
                     segment.prepare_ahead(end, &|bytes| self.permits(bytes, SpaceUse::Ordinary));
                 } else {
                     // Compaction's copies allocate no lead: fault in what they allocated.
@@ -83,6 +87,9 @@ impl LogShared {
     /// been appended since the log was opened, up to `FAULT_IN_LEAD_BYTES`. Returns whether
     /// it did a step (more may remain).
     pub(super) fn fault_in_ahead_step(&self) -> bool {
+        if self.appending_apart.load(Ordering::Relaxed) {
+            return false;
+        }
         let tail = unpack(self.reservation.load(Ordering::Acquire)).1;
         // A store that has appended little needs little faulted in: many small stores must
         // not each zero-fill a whole lead.

@@ -74,6 +74,36 @@ pub fn encode_header(header: &mut [u8; HEADER_BYTES], fields: RecordHeader, payl
     header[0..4].copy_from_slice(&crc.to_le_bytes());
 }
 
+/// The checksum of a payload written apart from its header (`Reservation::write_payload_parts`):
+/// the header, written last, takes its checksum from this without reading the payload back.
+pub struct PayloadChecksum(crc32fast::Hasher);
+
+impl PayloadChecksum {
+    /// The checksum state of the payload made of `parts`, in order.
+    pub fn of(parts: &[&[u8]]) -> PayloadChecksum {
+        let mut hasher = hasher();
+        for part in parts {
+            hasher.update(part);
+        }
+        PayloadChecksum(hasher)
+    }
+}
+
+/// Writes into `header` the header of the payload whose checksum is `payload`: the bytes
+/// `encode_header` makes for that payload (CRC32 streams, so the fields' CRC combines with the
+/// payload's).
+pub fn encode_header_for_checksum(
+    header: &mut [u8; HEADER_BYTES],
+    fields: RecordHeader,
+    payload: &PayloadChecksum,
+) {
+    write_fields(header, fields);
+    let mut hasher = hasher();
+    hasher.update(&header[4..HEADER_BYTES]);
+    hasher.combine(&payload.0);
+    header[0..4].copy_from_slice(&hasher.finalize().to_le_bytes());
+}
+
 /// Writes the header of the record `record` (its header's bytes, then its payload) in place:
 /// the bytes `encode_header` makes, the checksum taken in one pass over the contiguous
 /// fields and payload (the same CRC: it streams). Why: an append's record lies in the mapping
@@ -213,6 +243,32 @@ mod tests {
             };
             encode_header_in_place(&mut record, fields);
             assert_eq!(record[..], expected[..HEADER_BYTES + length], "{length} B");
+        }
+    }
+
+    #[test]
+    fn a_header_from_a_payload_checksum_is_the_header_encode_header_writes() {
+        for length in [0usize, 1, 20, 4096, 70_000] {
+            let payload: Vec<u8> = (0..length).map(|i| (i * 13) as u8).collect();
+            let expected = encoded(&payload, 5);
+            for kind in [RecordKind::Data, RecordKind::Abort] {
+                let fields = RecordHeader {
+                    payload_length: length as u32,
+                    version: 5,
+                    generation: 3,
+                    kind,
+                };
+                let mut whole = [0u8; HEADER_BYTES];
+                encode_header(&mut whole, fields, &payload);
+                let split = length / 3;
+                let parts = [&payload[..split], &payload[split..]];
+                let mut apart = [0xAAu8; HEADER_BYTES];
+                encode_header_for_checksum(&mut apart, fields, &PayloadChecksum::of(&parts));
+                assert_eq!(apart, whole, "{length} B, {kind:?}");
+                if kind == RecordKind::Data {
+                    assert_eq!(apart[..], expected[..HEADER_BYTES], "{length} B");
+                }
+            }
         }
     }
 

@@ -518,6 +518,7 @@ fn shared_state(
         generation_pending: AtomicBool::new(generation_pending),
         unverified_anchor: Mutex::new(unverified_anchor),
         read_only,
+        appending_apart: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         prepared_slot: AtomicU64::new(scan.tail / slot_size),
         version_index: Mutex::new(scan.version_index),

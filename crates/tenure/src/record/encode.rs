@@ -221,6 +221,15 @@ pub fn encode_container_lease(container_id: u64, lease: Option<&LeaseRecord>) ->
 
 /// Appends the item write; returns the offset of the value within `out`.
 pub fn encode_item_write(out: &mut impl Sink, write: &ItemWrite<'_>) -> usize {
+    let value_offset = encode_item_write_head(out, write);
+    out.extend_from_slice(write.value.unwrap_or(&[]));
+    value_offset
+}
+
+/// Appends the item write up to its value, which comes last and is not appended (a large
+/// value is written from the caller's memory: `Reservation::write_payload_parts`); returns the
+/// offset of the value within `out`.
+pub fn encode_item_write_head(out: &mut impl Sink, write: &ItemWrite<'_>) -> usize {
     put_u64(out, write.container_id);
     put_u32(out, write.key.len() as u32);
     out.extend_from_slice(write.key);
@@ -242,11 +251,8 @@ pub fn encode_item_write(out: &mut impl Sink, write: &ItemWrite<'_>) -> usize {
     put_metadata(out, write.metadata);
     put_u64(out, write.etag_version);
     encode_coordination(out, write.coordination);
-    let value = write.value.unwrap_or(&[]);
-    put_u32(out, value.len() as u32);
-    let value_offset = out.written_bytes();
-    out.extend_from_slice(value);
-    value_offset
+    put_u32(out, write.value.map_or(0, <[u8]>::len) as u32);
+    out.written_bytes()
 }
 
 pub fn encode_container_create(
