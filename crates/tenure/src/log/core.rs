@@ -165,8 +165,9 @@ pub(crate) struct LogShared {
     pub(super) unverified_anchor: Mutex<Option<super::anchor::LogAnchor>>,
     /// Opened read-only: every append is refused (`ReadOnly`), and nothing is ever written.
     pub(super) read_only: bool,
-    /// The last append wrote its payload apart (`Reservation::write_payload_parts`): the
-    /// preparer then faults in nothing ahead of the tail. Such appends need no page faulted
+    /// The last append of a `buffered` store wrote its payload apart
+    /// (`Reservation::write_payload_parts`): the preparer then faults in nothing ahead of the
+    /// tail. Such appends need no page faulted
     /// in, and they came faster than the preparer zero-filled pages, so each soon met the
     /// huge page the preparer was filling, locked, and waited for it (5–25 ms). An append
     /// through the mapping clears it.

@@ -135,7 +135,12 @@ impl Reservation<'_> {
                 )
             })?;
         self.payload_written = Some(checksum);
-        if !self.log.appending_apart.load(Ordering::Relaxed) {
+        // `buffered` only: a `sync` store's small records, staged, never clear it, and its
+        // preparer's faulting in for writing turns unwritten extents into written ones ahead
+        // of the syncs (`Mapping::prefault_for_writing`).
+        if self.log.durability == Durability::Buffered
+            && !self.log.appending_apart.load(Ordering::Relaxed)
+        {
             self.log.appending_apart.store(true, Ordering::Relaxed);
         }
         Ok(())
