@@ -496,7 +496,8 @@ typedef struct {
   /*
    1 = open for reading only (docs/spec.md §1): beside a process that has the store open,
    or on files this process cannot write. No lock, nothing written; every write fails
-   with TENURE_ERR_READ_ONLY. 0 = read and write.
+   with TENURE_ERR_READ_ONLY. Beside a writer, each call sees every write committed before
+   it started. 0 = read and write.
    */
   uint32_t read_only;
   /*

@@ -93,6 +93,44 @@ def _count_in_fresh_open(directory: str, queue: "multiprocessing.Queue[int]") ->
         queue.put(len(items.list(page_size=1000).items))
 
 
+def _follow_in_read_only_open(
+    directory: str, asked: "multiprocessing.Queue[str]", answers: "multiprocessing.Queue[str]"
+) -> None:
+    """A reader process beside the writer: answers each question with what it reads then."""
+    with tenure.open(directory, read_only=True) as store:
+        items = store.container("items")
+        answers.put("open")
+        while (key := asked.get(timeout=30)) != "stop":
+            try:
+                answers.put(items.get(key).value.decode())
+            except tenure.NotFound:
+                answers.put("absent")
+
+
+def test_a_read_only_process_sees_each_write_committed_before_its_read(tmp_path: Path) -> None:
+    directory = tmp_path / "store"
+    context = multiprocessing.get_context("spawn")
+    asked: "multiprocessing.Queue[str]" = context.Queue()
+    answers: "multiprocessing.Queue[str]" = context.Queue()
+    with tenure.open(directory, durability="buffered") as store:
+        items = store.create_container("items")
+        reader = context.Process(
+            target=_follow_in_read_only_open, args=(str(directory), asked, answers)
+        )
+        reader.start()
+        assert answers.get(timeout=60) == "open"
+        for round in range(20):
+            items.put("k", f"value {round}".encode())
+            asked.put("k")
+            assert answers.get(timeout=30) == f"value {round}"
+        items.delete("k")
+        asked.put("k")
+        assert answers.get(timeout=30) == "absent"
+        asked.put("stop")
+        reader.join(60)
+        assert reader.exitcode == 0
+
+
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_multiprocessing_worker_opens_the_store_itself(tmp_path: Path, method: str) -> None:
     directory = tmp_path / "store"

@@ -154,7 +154,8 @@ pub struct tenure_open_options {
     pub disable_background_compaction: u32,
     /// 1 = open for reading only (docs/spec.md §1): beside a process that has the store open,
     /// or on files this process cannot write. No lock, nothing written; every write fails
-    /// with TENURE_ERR_READ_ONLY. 0 = read and write.
+    /// with TENURE_ERR_READ_ONLY. Beside a writer, each call sees every write committed before
+    /// it started. 0 = read and write.
     pub read_only: u32,
     /// The most bytes the store's segment files may take on disk: a write that needs more
     /// fails with TENURE_ERR_STORAGE_FULL, as on a full disk. 0 = no quota.

@@ -1,5 +1,6 @@
 //! Read-only opens (docs/spec.md §1): beside a store open for writing, or on its own; every
-//! write refused with `ReadOnly`, no file touched, the store as its files held it at the open.
+//! write refused with `ReadOnly`, no store file touched; beside a writer, every read sees the
+//! writes committed before it started (the open follows the writer).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -135,13 +136,18 @@ fn a_read_only_open_beside_a_writer_sees_every_acknowledged_write_and_changes_no
         reader.flush().unwrap();
         assert_eq!(files_of(&directory), before, "{durability:?}");
 
-        // The writer goes on; the reader keeps the store as it was at its open, and a new
-        // read-only open sees the new writes.
+        // The writer goes on, and the reader follows: a read that starts after a write sees
+        // it, a snapshot taken before it does not, and so does a new read-only open.
+        let snapshot = reader.snapshot().unwrap();
         writer
             .put("c", b"later", b"v", &WriteOptions::default())
             .unwrap();
-        assert_eq!(value_of(&reader, "later"), None);
-        let snapshot = reader.snapshot().unwrap();
+        writer
+            .put("c", b"key-5", b"changed", &WriteOptions::default())
+            .unwrap();
+        assert_eq!(value_of(&reader, "later").as_deref(), Some(&b"v"[..]));
+        assert_eq!(value_of(&reader, "key-5").as_deref(), Some(&b"changed"[..]));
+        assert_eq!(reader.version(), writer.version(), "{durability:?}");
         assert_eq!(
             snapshot
                 .get("c", b"key-5", &ReadOptions::default())
@@ -149,6 +155,13 @@ fn a_read_only_open_beside_a_writer_sees_every_acknowledged_write_and_changes_no
                 .value
                 .as_deref(),
             Some(&b"key-5"[..])
+        );
+        assert_eq!(
+            snapshot
+                .get("c", b"later", &ReadOptions::default())
+                .unwrap_err()
+                .code(),
+            ErrorCode::NotFound
         );
         drop(snapshot);
         let second = Store::open(&directory, read_only()).unwrap();

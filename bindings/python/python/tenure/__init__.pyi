@@ -120,7 +120,8 @@ def open(
     background_compaction_interval (seconds, a timedelta or None),
     background_compaction_sealed_segments, change_feed_retention_versions,
     change_feed_retention_bytes, read_only (open beside a writer, or files this process
-    cannot write: no lock taken, nothing written, every write raises ReadOnly),
+    cannot write: no lock taken, nothing written, every write raises ReadOnly; beside a
+    writer each call sees every write committed before it started, in any process),
     quota_bytes (the most bytes the store's files may take: writes that add data past it
     raise StorageFull), space_reserve_bytes (free disk that such writes leave for deletes and
     compaction; default two segments, at least 8 MiB).

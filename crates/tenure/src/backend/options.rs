@@ -20,7 +20,10 @@ pub struct StoreOptions {
     pub clock: Arc<dyn Clock>,
     /// How often a background thread looks for sealed segments to compact (it also takes
     /// checkpoints of the index as the log grows); `None` starts no such thread, leaving
-    /// compaction to `compact()` calls and checkpoints to `checkpoint()` calls.
+    /// compaction to `compact()` calls and checkpoints to `checkpoint()` calls. In a
+    /// read-only open that follows a writer, the thread instead reads what the writer
+    /// appended, at least every 100 ms; with `None` the open reads on only when called, and
+    /// until then holds back the writer's compaction of what it has not read.
     pub background_compaction_interval: Option<std::time::Duration>,
     /// The background thread compacts once at least this many segments are sealed.
     pub background_compaction_sealed_segments: usize,
@@ -30,9 +33,10 @@ pub struct StoreOptions {
     /// ... and at least this many bytes of log behind the tail.
     pub change_feed_retention_bytes: Option<u64>,
     /// Open for reading only: beside a process that has the store open for writing, or on
-    /// files this process cannot write. No lock is taken and nothing is ever written; the
-    /// store is what its files held at the open (a snapshot of that moment), and every write
-    /// fails with `ReadOnly` (docs/spec.md §1).
+    /// files this process cannot write. No lock is taken and nothing is written to the
+    /// store, and every write fails with `ReadOnly` (docs/spec.md §1). Beside a writer, in
+    /// this process or another, each operation first reads what was committed since the last
+    /// one: a read sees every write committed before it started.
     pub read_only: bool,
     /// Bytes of free disk that writes which add data leave for deletes, expiries and
     /// compaction (docs/spec.md §11): deletes may use half of it, compaction all. `None`: two

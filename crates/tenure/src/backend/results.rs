@@ -13,8 +13,9 @@ pub struct CompactionReport {
     pub bytes_removed: u64,
     pub items_relocated: u64,
     pub containers_relocated: u64,
-    /// A snapshot older than the compaction is open: segments were rewritten but not yet
-    /// removed (a later `compact` removes them).
+    /// A snapshot older than the compaction is open, or a read-only process that follows
+    /// the store has not read the oldest segment yet: segments were rewritten but not yet
+    /// removed, or the oldest was left as it was (a later `compact` removes them).
     pub deferred_by_snapshot: bool,
     /// The change feed's retention kept the oldest segment.
     pub retained_for_change_feed: bool,

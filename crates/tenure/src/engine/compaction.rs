@@ -160,6 +160,14 @@ impl Engine {
                 report.retained_for_change_feed = true;
                 break;
             }
+            // A process following the store has not read this segment yet: removing it
+            // would hide from it whatever the segment holds that is not copied forward (a
+            // delete's tombstone, say). Checked again before the removal, for a process that
+            // opened meanwhile.
+            if self.log.followers_need(segment_end) {
+                report.deferred_by_snapshot = true;
+                break;
+            }
             let newest_version =
                 match self.relocate_live(*first_slot, *bytes, &mut report, minimum_dead_percent)? {
                     Cleaning::Copied(newest_version) => newest_version,
@@ -188,7 +196,7 @@ impl Engine {
             // (`Snapshot::get_borrowed`); one opened after reads only the copies and newer
             // segments. Short-lived snapshots come and go all the time on a busy store, so
             // the earlier ones get a bounded wait to close before the removal is deferred.
-            if !self.snapshots_all_opened_after_the_swap() {
+            if !self.snapshots_all_opened_after_the_swap() || self.log.followers_need(segment_end) {
                 report.deferred_by_snapshot = true;
                 break;
             }

@@ -96,6 +96,42 @@ impl BackgroundCompaction {
         Ok(BackgroundCompaction { stop, thread })
     }
 
+    /// For a read-only open that follows the writer (`follow.rs`), instead of compaction: a
+    /// thread that reads what the writer appended every `interval` (at most
+    /// `FOLLOW_INTERVAL`), so a follower that makes no calls still reads on, and its claim
+    /// on the reader table holds back the writer's compaction by at most that long.
+    pub(crate) fn start_following(
+        store: std::sync::Weak<Engine>,
+        interval: std::time::Duration,
+    ) -> Result<BackgroundCompaction> {
+        const FOLLOW_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+        let interval = interval.min(FOLLOW_INTERVAL);
+        let stop = Arc::new((parking_lot::Mutex::new(false), parking_lot::Condvar::new()));
+        let thread_stop = Arc::clone(&stop);
+        let thread = crate::base::background::spawn(
+            "tenure-follower",
+            crate::base::background::Priority::Background,
+            move || loop {
+                {
+                    let mut stopped = thread_stop.0.lock();
+                    if !*stopped {
+                        thread_stop.1.wait_for(&mut stopped, interval);
+                    }
+                    if *stopped {
+                        return;
+                    }
+                }
+                let Some(store) = store.upgrade() else { return };
+                // A failure stays with the follower; every call meets it.
+                if store.follow_writer().is_err() {
+                    return;
+                }
+            },
+        )
+        .map_err(|error| crate::error::Error::io("tenure-follower", "spawn thread", error))?;
+        Ok(BackgroundCompaction { stop, thread })
+    }
+
     pub(crate) fn stop(self) {
         *self.stop.0.lock() = true;
         self.stop.1.notify_all();

@@ -55,7 +55,8 @@ pub struct Engine {
 impl Engine {
     /// The gate of every operation: `UsedAfterFork` in a forked child (checked first, so a
     /// child never reaches state a parent's thread may have held locked at the fork), then
-    /// `Closed`.
+    /// `Closed`; then, in a read-only open that follows the writer, what other processes
+    /// appended since the last operation is applied (`follow.rs`).
     #[inline]
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.owner.is_inherited() {
@@ -67,7 +68,7 @@ impl Engine {
         if self.damaged.load(Ordering::Acquire) {
             return Err(self.damage_found());
         }
-        Ok(())
+        self.follow_writer()
     }
 
     /// The damage the verification after an open found (`after_open.rs`).

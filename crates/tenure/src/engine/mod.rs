@@ -12,6 +12,7 @@ pub(crate) mod coordination;
 pub(crate) mod core;
 pub(crate) mod expiry;
 pub(crate) mod feed;
+pub(crate) mod follow;
 pub(crate) mod lease_waiters;
 pub(crate) mod open_snapshots;
 pub(crate) mod read;
@@ -123,16 +124,24 @@ pub(crate) fn open(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<L
         replayed_log_bytes_at_open: replayed_log_bytes,
         checkpointed: Mutex::new(checkpoint),
     });
-    let background = background_interval
-        .filter(|_| !options.read_only)
-        .map(|interval| {
-            BackgroundCompaction::start(
-                Arc::downgrade(&shared),
-                interval,
-                options.background_compaction_sealed_segments,
-            )
-        })
-        .transpose()?;
+    let background = if shared.log.is_following() {
+        background_interval
+            .map(|interval| {
+                BackgroundCompaction::start_following(Arc::downgrade(&shared), interval)
+            })
+            .transpose()?
+    } else {
+        background_interval
+            .filter(|_| !options.read_only)
+            .map(|interval| {
+                BackgroundCompaction::start(
+                    Arc::downgrade(&shared),
+                    interval,
+                    options.background_compaction_sealed_segments,
+                )
+            })
+            .transpose()?
+    };
     let after_open = AfterOpen::start(&shared)?;
     Ok(LocalStore {
         engine: shared,
@@ -200,6 +209,7 @@ fn replay_log(
                 (&index, &catalog)
             };
             let replayed = crate::index::replay::replay_record(
+                crate::index::replay::Applying::AtOpen,
                 index,
                 catalog,
                 now,
@@ -402,6 +412,9 @@ impl Backend for LocalStore {
     }
 
     fn version(&self) -> Version {
+        // A following open first reads what other processes committed (a failure there
+        // shows at the next operation, which meets it again).
+        let _ = self.engine.follow_writer();
         self.engine.version()
     }
 

@@ -1,5 +1,6 @@
-//! Replay: one recovered record applied to the index, single-threaded, at open (and into a
-//! scratch index by `inspect::verify`, to check a log).
+//! Replay: one recovered record applied to the index, single-threaded: at open (and into a
+//! scratch index by `inspect::verify`, to check a log), and onto the live index of a
+//! read-only open that follows its writer (`Applying::Live`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,9 +23,25 @@ use crate::log::RecordBytes;
 use crate::record::{self, Coordination, DecodedRecord};
 use crate::types::Version;
 
-/// Applies one recovered record to the index (single-threaded, at open; `inspect` replays
-/// into a scratch index to check a log).
+/// How a record is applied to the index.
+#[derive(Clone, Copy)]
+pub(crate) enum Applying<'a> {
+    /// At open, or into `inspect`'s scratch index: nothing can see an older version, so a
+    /// record's version replaces its key's chain.
+    AtOpen,
+    /// Onto the index of a read-only open that follows its writer, while its readers and
+    /// snapshots use it: a version goes on top of its key's chain, and older ones go only
+    /// when `prune` (the engine's, which knows the open snapshots) lets them.
+    Live {
+        prune: &'a dyn Fn(&ItemSlot, &Guard),
+    },
+}
+
+/// Applies one recovered record to the index, one record at a time (`Applying` says onto
+/// what).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn replay_record<'g>(
+    applying: Applying<'_>,
     index: &Index,
     catalog: &Catalog,
     now: Timestamp,
@@ -55,6 +72,7 @@ pub(crate) fn replay_record<'g>(
             for (position, item) in items.iter().enumerate() {
                 ahead.step(position);
                 replay_item(
+                    applying,
                     index,
                     &mut containers,
                     (version, now),
@@ -71,6 +89,7 @@ pub(crate) fn replay_record<'g>(
             for (position, (original_version, item)) in items.iter().enumerate() {
                 ahead.step(position);
                 replay_item(
+                    applying,
                     index,
                     &mut containers,
                     (*original_version, now),
@@ -88,6 +107,7 @@ pub(crate) fn replay_record<'g>(
             expires_at,
             coordination,
         } => replay_coordination(
+            applying,
             index,
             catalog,
             (version, now),
@@ -301,6 +321,7 @@ fn replay_container_record(
 /// newer write raced it into the log.
 #[allow(clippy::too_many_arguments)]
 fn replay_item(
+    applying: Applying<'_>,
     index: &Index,
     containers: &mut ContainerMemo<'_>,
     (version, now): (Version, Timestamp),
@@ -314,8 +335,7 @@ fn replay_item(
         return Ok(());
     }
     let guard = crossbeam_epoch::pin();
-    let (slot, hint_cell) =
-        index.get_or_insert_replaying(&index_key(incarnation.id, item.write.key), &guard)?;
+    let (slot, hint_cell) = slot_for(applying, index, incarnation.id, item.write.key, &guard)?;
     let head = slot.head().load(Ordering::Acquire, &guard);
     if relocated && view(head, earlier)?.is_some_and(|node| node.version > version) {
         return Ok(());
@@ -349,7 +369,8 @@ fn replay_item(
     // Nothing can see older versions at open, so a version its entry says in full (no
     // properties or coordination, its own version in the ETag field; older formats wrote 0
     // there) becomes the key's plain head.
-    if earlier.allows_plain_heads()
+    if matches!(applying, Applying::AtOpen)
+        && earlier.allows_plain_heads()
         && plain_entry_matches(payload, item.value_offset, value_offset, &node)
     {
         index.note_expiry(node.expires_at());
@@ -359,8 +380,25 @@ fn replay_item(
         }
         return Ok(());
     }
-    install_replayed(index, (&slot, hint_cell), head, node, &guard);
+    install_replayed(applying, index, (&slot, hint_cell), head, node, &guard);
     Ok(())
+}
+
+/// The slot of `key` in container `container_id`, added if new: at open only to the point
+/// index (the ordered one is built from it on the first walk); live also to the ordered
+/// index, as a writer's insert does, since walks may have built it.
+fn slot_for<'g>(
+    applying: Applying<'_>,
+    index: &Index,
+    container_id: u64,
+    key: &[u8],
+    guard: &'g Guard,
+) -> Result<(ItemSlot, HintCell<'g>)> {
+    let index_key = index_key(container_id, key);
+    match applying {
+        Applying::AtOpen => index.get_or_insert_replaying(&index_key, guard),
+        Applying::Live { .. } => index.get_or_insert_with_hint_cell(&index_key, guard),
+    }
 }
 
 /// Whether the entry whose value starts at `value_offset_in_payload` of `payload` (at
@@ -387,6 +425,7 @@ fn plain_entry_matches(
 /// when the version it applied to is gone (compaction then carried the state forward).
 #[allow(clippy::too_many_arguments)]
 fn replay_coordination(
+    applying: Applying<'_>,
     index: &Index,
     catalog: &Catalog,
     (version, now): (Version, Timestamp),
@@ -403,8 +442,7 @@ fn replay_coordination(
         return Ok(());
     }
     let guard = crossbeam_epoch::pin();
-    let (slot, hint_cell) =
-        index.get_or_insert_replaying(&index_key(incarnation.id, key), &guard)?;
+    let (slot, hint_cell) = slot_for(applying, index, incarnation.id, key, &guard)?;
     let head = slot.head().load(Ordering::Acquire, &guard);
     let current = view(head, earlier)?;
     let node = match current.as_deref() {
@@ -433,11 +471,12 @@ fn replay_coordination(
         }),
         _ => return Ok(()),
     };
-    install_replayed(index, (&slot, hint_cell), head, node, &guard);
+    install_replayed(applying, index, (&slot, hint_cell), head, node, &guard);
     Ok(())
 }
 
 fn install_replayed(
+    applying: Applying<'_>,
     index: &Index,
     (slot, hint_cell): (&ItemSlot, HintCell<'_>),
     head: crossbeam_epoch::Shared<'_, VersionNode>,
@@ -448,8 +487,13 @@ fn install_replayed(
     let value = node.value();
     index.note_expiry(node.expires_at());
     if slot.install(head, node, guard).is_ok() {
-        // Nothing can see older versions at open.
-        slot.prune(version, guard);
+        match applying {
+            // Nothing can see older versions at open.
+            Applying::AtOpen => {
+                slot.prune(version, guard);
+            }
+            Applying::Live { prune } => prune(slot, guard),
+        }
         if let Some(location) = value {
             index.note_value_location(slot.index_key(), Some(hint_cell), location);
         }

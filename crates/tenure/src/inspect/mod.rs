@@ -505,6 +505,7 @@ impl ReplayCheck {
 
     fn check(&self, record: &GoodRecord<'_>) -> Option<String> {
         crate::index::replay::replay_record(
+            crate::index::replay::Applying::AtOpen,
             &self.index,
             &self.catalog,
             self.now,

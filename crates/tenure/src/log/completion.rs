@@ -54,6 +54,13 @@ impl CompletionTracker {
         self.slots.len() as u64
     }
 
+    /// Declares every version ≤ `version` complete, ending at `end_offset`: for a follower,
+    /// whose versions were completed by another process (`follow.rs`).
+    pub(crate) fn set(&self, version: Version, end_offset: u64) {
+        self.completed
+            .store(pack(version, end_offset), Ordering::Release);
+    }
+
     /// `(every version ≤ this is complete, the end offset of that version)`.
     pub(crate) fn load(&self) -> (Version, u64) {
         unpack(self.completed.load(Ordering::Acquire))

@@ -165,6 +165,9 @@ pub(crate) struct LogShared {
     pub(super) unverified_anchor: Mutex<Option<super::anchor::LogAnchor>>,
     /// Opened read-only: every append is refused (`ReadOnly`), and nothing is ever written.
     pub(super) read_only: bool,
+    /// A read-only open that follows the writer's appends (`follow.rs`); `None` for a writer,
+    /// or when no slot of the reader table could be claimed (a fixed view).
+    pub(super) follower: Option<Follower>,
     /// The last append of a `buffered` store wrote its payload apart
     /// (`Reservation::write_payload_parts`): the preparer then faults in nothing ahead of the
     /// tail. Such appends need no page faulted
@@ -190,6 +193,65 @@ pub(crate) struct LogShared {
     pub(super) superblock_file: Arc<dyn StorageFile>,
     pub(super) superblock: Mutex<SuperblockState>,
     pub(super) _lock: Box<dyn std::any::Any + Send + Sync>,
+}
+
+/// What a following open knows of the log beyond what its open read (`follow.rs`).
+pub(crate) struct Follower {
+    pub(super) state: Mutex<FollowState>,
+    /// The version field of the header where the next record goes, while that segment is
+    /// mapped (`FollowState::current` holds it): nonzero once a record is being sealed there.
+    /// Null: the segment is not mapped yet, so only a look under the lock can tell.
+    pub(super) next_header_version: std::sync::atomic::AtomicPtr<u64>,
+    /// This process's claim in the reader table, which keeps the writer from removing
+    /// segments not read yet.
+    pub(super) claim: super::readers::ReaderSlot,
+}
+
+pub(super) struct FollowState {
+    /// Where the next record starts (a global log offset).
+    pub(super) position: u64,
+    pub(super) expected_version: Version,
+    /// Records from `position` on are at least this generation (older ones are stale bytes
+    /// past a cut) and at most `known_generation`, the superblock's at the last look.
+    pub(super) previous_generation: u32,
+    pub(super) known_generation: u32,
+    /// The segment `position` is in, kept mapped while `next_header_version` points into it.
+    pub(super) current: Option<Arc<Segment>>,
+    /// What was last published in the reader table.
+    pub(super) published_from: u64,
+    /// A record that could not be applied: every later catch-up fails with it, as the open
+    /// would have.
+    pub(super) failed: Option<crate::error::Error>,
+    /// The superblock's first slot, read when the follower last moved into a new segment:
+    /// the writer removed the segments below it, after it had made their live items durable
+    /// in records that this follower has read since (`release_removed_segments`).
+    pub(super) writer_first_slot: u64,
+}
+
+impl Follower {
+    /// A follower starting where the open's scan ended, with the reader-table slot the open
+    /// claimed before it listed the segments.
+    pub(super) fn start(
+        claim: super::readers::ReaderSlot,
+        (position, expected_version): (u64, Version),
+        generation: u32,
+    ) -> Follower {
+        claim.publish(position);
+        Follower {
+            state: Mutex::new(FollowState {
+                position,
+                expected_version,
+                previous_generation: generation,
+                known_generation: generation,
+                current: None,
+                published_from: position,
+                failed: None,
+                writer_first_slot: 0,
+            }),
+            next_header_version: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+            claim,
+        }
+    }
 }
 
 /// The log of one store.

@@ -608,6 +608,43 @@ impl Log {
         self.shared.read_only
     }
 
+    /// Whether this read-only open follows the writer's appends (it claimed a slot in the
+    /// reader table).
+    pub fn is_following(&self) -> bool {
+        self.shared.follower.is_some()
+    }
+
+    /// A following open: whether records may have been appended since the last catch-up (one
+    /// load when none was). Always `false` for other opens.
+    #[inline]
+    pub fn has_unread_records(&self) -> bool {
+        self.shared.has_unread_records()
+    }
+
+    /// A following open: hands each record appended since the last catch-up to `apply`, in
+    /// log order, then makes them visible. Whether any version was read.
+    pub fn catch_up(
+        &self,
+        apply: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
+    ) -> Result<bool> {
+        self.shared.catch_up(apply)
+    }
+
+    /// A following open: drops the segments the writer removed whose content this open has
+    /// read again in later records. The caller holds off snapshots: none is open, and none
+    /// opens meanwhile.
+    pub fn release_removed_segments(&self) {
+        self.shared.release_removed_segments()
+    }
+
+    /// Whether a process that follows the store still has to read the log below `end` (a
+    /// segment's end): compaction leaves that segment until it has.
+    pub fn followers_need(&self, end: u64) -> bool {
+        self.shared.superblock_file.descriptor().is_some()
+            && super::readers::lowest_needed(self.shared.storage.path())
+                .is_some_and(|needed_from| needed_from < end)
+    }
+
     pub fn is_poisoned(&self) -> bool {
         self.shared.poisoned.load(Ordering::Acquire)
     }

@@ -236,6 +236,10 @@ pub(super) fn open(
         .map_err(|error| Error::io(&directory, "list", error))?;
     let (superblock_file, mut superblock, loaded_copy) =
         load_superblock(storage.as_ref(), &names, options)?;
+    if superblock_file.descriptor().is_some() {
+        // Without it read-only opens cannot follow, and are fixed views: nothing is lost.
+        let _ = super::readers::create(&directory);
+    }
     let slot_size = superblock.segment_size_bytes;
 
     let mut segment_slots: Vec<(u64, &String)> = names
@@ -381,6 +385,9 @@ pub(super) fn open_read_only(
     replay: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
 ) -> Result<(LogShared, bool)> {
     let directory = storage.path().to_path_buf();
+    // Claimed before the listing: from here on the writer removes no segment this open has
+    // not read (`readers.rs`).
+    let claim = super::readers::ReaderSlot::claim(&directory);
     let names = storage
         .list()
         .map_err(|error| Error::io(&directory, "list", error))?;
@@ -455,7 +462,14 @@ pub(super) fn open_read_only(
         )));
     }
     let (scan, anchored) = scan_or_verify(anchor, &table, &superblock, &directory, replay)?;
-    let shared = shared_state(
+    let follower = claim.map(|claim| {
+        super::core::Follower::start(
+            claim,
+            (scan.tail, scan.next_version),
+            superblock.generation as u32,
+        )
+    });
+    let mut shared = shared_state(
         storage,
         options,
         (
@@ -470,6 +484,7 @@ pub(super) fn open_read_only(
         true,
         (false, anchor.filter(|_| anchored).cloned()),
     );
+    shared.follower = follower;
     Ok((shared, anchored))
 }
 
@@ -518,6 +533,7 @@ fn shared_state(
         generation_pending: AtomicBool::new(generation_pending),
         unverified_anchor: Mutex::new(unverified_anchor),
         read_only,
+        follower: None,
         appending_apart: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         prepared_slot: AtomicU64::new(scan.tail / slot_size),

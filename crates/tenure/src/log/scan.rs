@@ -43,6 +43,22 @@ impl<'a> EarlierRecords<'a> {
     }
 }
 
+impl<'a> EarlierRecords<'a> {
+    pub(super) fn new(
+        table: &'a SegmentTable,
+        slot_size: u64,
+        guard: &'a crossbeam_epoch::Guard,
+        directory: &'a std::path::Path,
+    ) -> EarlierRecords<'a> {
+        EarlierRecords {
+            table,
+            slot_size,
+            guard,
+            directory,
+        }
+    }
+}
+
 impl<'a> super::reader::RecordBytes<'a> for EarlierRecords<'a> {
     fn bytes_from(&mut self, offset: u64) -> Result<&'a [u8]> {
         let (segment, local) = self
