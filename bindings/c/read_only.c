@@ -1,6 +1,6 @@
 /* A read-only open (tenure_store_open_with, options.read_only = 1) beside a handle that has the
- * store open for writing: it reads every acknowledged write, refuses every write with
- * TENURE_ERR_READ_ONLY, and leaves the writer's store as it was. Bad option values are
+ * store open for writing: it reads every acknowledged write, also those made after its open,
+ * refuses every write with TENURE_ERR_READ_ONLY, and leaves the writer's store as it was. Bad option values are
  * refused by name. */
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
@@ -27,10 +27,13 @@ static void reader_beside_the_writer(tenure_store *writer, const char *path) {
                                      NULL));
     EXPECT_TRUE(strcmp(tenure_status_name(TENURE_ERR_READ_ONLY), "ReadOnly") == 0);
     EXPECT_TRUE(tenure_status_http(TENURE_ERR_READ_ONLY) == 403);
-    /* The writer goes on; the reader keeps what it saw at its open. */
-    put(writer, "later", "two-2");
+    /* The writer goes on, and the reader follows: a read sees every write committed before
+     * it started. */
     EXPECT_STATUS(TENURE_ERR_NOT_FOUND,
                   tenure_store_get_value(reader, "items", KEY("later"), NULL, &value));
+    put(writer, "later", "two-2");
+    EXPECT_OK(tenure_store_get_value(reader, "items", KEY("later"), NULL, &value));
+    EXPECT_TRUE(value.length == 5 && memcmp(buffer, "two-2", 5) == 0);
     EXPECT_OK(tenure_store_close(reader));
     EXPECT_OK(tenure_store_free(reader));
 }
