@@ -488,3 +488,84 @@ fn an_idle_follower_reads_on_by_itself() {
     writer.close().unwrap();
     std::fs::remove_dir_all(&directory).unwrap();
 }
+
+const WRITER_DIRECTORY: &str = "TENURE_FOLLOW_WRITER_DIRECTORY";
+const WRITER_CYCLE: &str = "TENURE_FOLLOW_WRITER_CYCLE";
+
+/// The writer child's part: a no-op unless the parent started this binary as its writer.
+/// Puts keys of its cycle and prints each acknowledgement, until it is killed.
+#[test]
+fn writer_child() {
+    let (Ok(directory), Ok(cycle)) = (std::env::var(WRITER_DIRECTORY), std::env::var(WRITER_CYCLE))
+    else {
+        return;
+    };
+    let store = Store::open(&directory, writer_options(Durability::Buffered)).unwrap();
+    for index in 0u64.. {
+        let key = format!("{cycle}-{index}");
+        store
+            .put(
+                "c",
+                key.as_bytes(),
+                key.as_bytes(),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+        println!("\nack {index}");
+    }
+}
+
+/// Writer processes killed with SIGKILL one after another, a follower in this process all
+/// along: after each kill it reads every write the killed writer acknowledged, and it reads
+/// on through the next writer's records (a new generation, past the cut of the torn tail).
+#[test]
+fn a_follower_reads_on_across_writers_killed_mid_write() {
+    let directory = directory("killed-writers");
+    let writer = Store::open(&directory, writer_options(Durability::Buffered)).unwrap();
+    writer
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    writer.close().unwrap();
+    let follower = Store::open(&directory, read_only()).unwrap();
+    for cycle in 0..4 {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "writer_child", "--nocapture", "--test-threads=1"])
+            .env(WRITER_DIRECTORY, &directory)
+            .env(WRITER_CYCLE, cycle.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the writer");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut acknowledged = None;
+        while acknowledged.is_none_or(|count| count < 300 + 100 * cycle) {
+            let line = lines.next().expect("the writer's output").unwrap();
+            if let Some(index) = line.strip_prefix("ack ") {
+                acknowledged = Some(index.parse::<u64>().unwrap());
+            }
+        }
+        child.kill().expect("kill -9");
+        child.wait().unwrap();
+        // Every acknowledgement the child printed before the kill, and maybe more.
+        for line in lines.map_while(|line| line.ok()) {
+            if let Some(index) = line.strip_prefix("ack ") {
+                acknowledged = Some(index.parse().unwrap());
+            }
+        }
+        for index in 0..=acknowledged.unwrap() {
+            let key = format!("{cycle}-{index}");
+            let item = follower
+                .get("c", key.as_bytes(), &ReadOptions::default())
+                .unwrap_or_else(|error| panic!("cycle {cycle}, {key}: {error}"));
+            assert_eq!(item.value.unwrap(), key.as_bytes());
+        }
+    }
+    let writer = Store::open(&directory, writer_options(Durability::Buffered)).unwrap();
+    writer
+        .put("c", b"last", b"v", &WriteOptions::default())
+        .unwrap();
+    assert_eq!(content(&follower), content(&writer));
+    follower.close().unwrap();
+    writer.close().unwrap();
+    std::fs::remove_dir_all(&directory).unwrap();
+}

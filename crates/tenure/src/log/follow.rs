@@ -113,7 +113,12 @@ impl LogShared {
                     state.known_generation = self.writers_superblock()?.generation as u32;
                     continue;
                 }
-                Err(_) => return Ok(()),
+                Err(_) => {
+                    if state.position == segment_start {
+                        self.forget_unread_segment(&segment);
+                    }
+                    return Ok(());
+                }
             };
             state.previous_generation = header.generation;
             if header.kind == RecordKind::SegmentEnd {
@@ -208,6 +213,19 @@ impl LogShared {
         guard.flush();
     }
 
+    /// Takes out of the table a segment nothing has been read from, so the next look maps
+    /// its file again. A writer that reopens after a crash removes a segment file that starts
+    /// at the tail, and the segment it then creates at that slot is a new file: a mapping of
+    /// the old one would read zeros for ever.
+    fn forget_unread_segment(&self, segment: &Arc<Segment>) {
+        let removed = {
+            let _creating = self.segment_creation.lock();
+            self.segments.remove(segment.first_slot)
+        };
+        let guard = crossbeam_epoch::pin();
+        guard.defer(move || drop(removed));
+    }
+
     fn writers_superblock(&self) -> Result<superblock::Superblock> {
         let path = self.storage.path().join(superblock::SUPERBLOCK_FILE);
         match superblock::read(self.superblock_file.as_ref())
@@ -230,8 +248,11 @@ impl LogShared {
             .segments
             .get(state.position / self.slot_size, &guard)
             .filter(|segment| {
-                let end = (segment.first_slot * self.slot_size) + segment.length();
-                end - state.position >= HEADER_BYTES as u64
+                let start = segment.first_slot * self.slot_size;
+                let end = start + segment.length();
+                // At a segment's start the file may yet be replaced (`forget_unread_segment`):
+                // every look goes through the lock until a record is read there.
+                state.position > start && end - state.position >= HEADER_BYTES as u64
             })
             .map(|segment| {
                 let local = state.position - segment.first_slot * self.slot_size;
