@@ -27,6 +27,10 @@ pub struct ChangesArgs {
     /// At most this many changes (1..=1000000).
     #[arg(long, default_value_t = 100_000, allow_negative_numbers = true)]
     pub max: usize,
+    /// Keep printing changes as they are committed (by an application that holds the store
+    /// open, say), until `--max` of them are printed or the command is interrupted.
+    #[arg(long)]
+    pub follow: bool,
 }
 
 pub fn kind_name(kind: ChangeKind) -> &'static str {
@@ -46,57 +50,79 @@ pub fn run(args: &ChangesArgs, output: &Output) -> CliResult {
         return Err(CliError::usage("--max", "must be 1..=1000000"));
     }
     let store = common::open_read_only(&args.store.dir)?;
-    let about = |result: Result<Vec<tenure::Change>, tenure::Error>| match &args.container {
-        Some(container) => result.about(container, None),
-        None => result.map_err(CliError::from),
-    };
     let mut since = args.since;
     // How many changes of version `since + 1` were printed already: a call that stops at its
     // limit may stop inside a batch (many changes, one version), so the next call starts at
     // that version again and skips them.
     let mut skip = 0usize;
     let mut printed = 0usize;
-    while printed < args.max {
-        let wanted = (args.max - printed + skip).min(tenure_max_per_call());
+    loop {
+        print_changes(&store, args, output, (&mut since, &mut skip, &mut printed))?;
+        if !args.follow || printed >= args.max {
+            break;
+        }
+        // The read-only open follows the writer: this wakes once a change past `since` is
+        // read, or after a while, when the loop just asks again.
+        store
+            .wait_for_changes(since, std::time::Duration::from_secs(1))
+            .map_err(CliError::from)?;
+    }
+    common::close(store)?;
+    common::ok()
+}
+
+/// Prints the changes after `since` (skipping the first `skip` of version `since + 1`, printed
+/// already), until `--max` are printed in all or none is left.
+fn print_changes(
+    store: &tenure::Store,
+    args: &ChangesArgs,
+    output: &Output,
+    (since, skip, printed): (&mut u64, &mut usize, &mut usize),
+) -> Result<(), CliError> {
+    let about = |result: Result<Vec<tenure::Change>, tenure::Error>| match &args.container {
+        Some(container) => result.about(container, None),
+        None => result.map_err(CliError::from),
+    };
+    while *printed < args.max {
+        let wanted = (args.max - *printed + *skip).min(tenure_max_per_call());
         let options = ChangesOptions {
             container: args.container.clone(),
             include_values: args.values,
             max_changes: wanted,
         };
-        let mut changes = about(store.changes(since, &options))?;
+        let mut changes = about(store.changes(*since, &options))?;
         let full = changes.len() == wanted;
-        let already = skip.min(
+        let already = (*skip).min(
             changes
                 .iter()
-                .take_while(|change| change.version == since + 1)
+                .take_while(|change| change.version == *since + 1)
                 .count(),
         );
         match changes.last().map(|change| change.version) {
             Some(last) if full => {
-                skip = changes
+                *skip = changes
                     .iter()
                     .filter(|change| change.version == last)
                     .count();
-                since = last - 1;
+                *since = last - 1;
             }
             Some(last) => {
-                skip = 0;
-                since = last;
+                *skip = 0;
+                *since = last;
             }
             None => break,
         }
         let fresh = changes.split_off(already);
-        let shown = fresh.len().min(args.max - printed);
+        let shown = fresh.len().min(args.max - *printed);
         for change in &fresh[..shown] {
             print_change(output, change);
         }
-        printed += shown;
+        *printed += shown;
         if !full {
             break;
         }
     }
-    common::close(store)?;
-    common::ok()
+    Ok(())
 }
 
 fn print_change(output: &Output, change: &tenure::Change) {

@@ -277,6 +277,40 @@ fn a_store_open_in_another_process_is_store_locked() {
     tenure(&["stat", &path]).expect(0);
 }
 
+/// `changes --follow` on a store an application holds open prints the application's writes
+/// as they are committed, and stops after `--max` of them.
+#[test]
+fn changes_follow_prints_an_open_stores_writes_as_they_come() {
+    use std::io::{BufRead, BufReader};
+    let dir = store_with_items("follow", 2);
+    let store = tenure::Store::open(&dir, tenure::StoreOptions::default()).expect("open");
+    let path = text(&dir);
+    let since = store.version().to_string();
+    let mut child = support::spawn_piped(&[
+        "changes", &path, "--since", &since, "--follow", "--max", "3",
+    ]);
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    for index in 0..3 {
+        let key = format!("live-{index}");
+        store
+            .put(
+                "docs",
+                key.as_bytes(),
+                b"v",
+                &tenure::WriteOptions::default(),
+            )
+            .expect("put");
+        let line = lines.next().expect("a line per change").expect("text");
+        assert!(
+            line.contains("created") && line.contains(&format!("docs/{key}")),
+            "{line}"
+        );
+    }
+    let status = child.wait().expect("the command ends after --max changes");
+    assert!(status.success());
+    support::close(store);
+}
+
 /// Flips one byte inside the value `marker` in the store's first segment; returns the byte's
 /// offset in the file.
 fn flip_byte_in(dir: &Path, marker: &[u8]) -> u64 {
