@@ -39,6 +39,10 @@ impl AtomicU128 {
         *self.0.lock().unwrap()
     }
 
+    pub(crate) fn store(&self, value: u128, _order: Ordering) {
+        *self.0.lock().unwrap() = value;
+    }
+
     pub(crate) fn compare_exchange(
         &self,
         current: u128,
