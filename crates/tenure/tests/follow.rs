@@ -111,7 +111,18 @@ impl Random {
 /// writer reads, and a snapshot the follower took earlier still reads what it read then.
 #[test]
 fn a_follower_reads_what_the_writer_reads_after_every_step() {
-    for (seed, durability) in [(1u64, Durability::Buffered), (2, Durability::Sync)] {
+    // More seeds: TENURE_FOLLOW_SEEDS=N runs N per durability.
+    let seeds: u64 = std::env::var("TENURE_FOLLOW_SEEDS")
+        .ok()
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(1);
+    let cases = (0..seeds).flat_map(|seed| {
+        [
+            (2 * seed + 1, Durability::Buffered),
+            (2 * seed + 2, Durability::Sync),
+        ]
+    });
+    for (seed, durability) in cases {
         let directory = directory("model");
         let mut writer = Some(Store::open(&directory, writer_options(durability)).unwrap());
         let container = ContainerOptions::default();
