@@ -132,6 +132,9 @@ fn a_follower_reads_what_the_writer_reads_after_every_step() {
             .create_container("c", &container)
             .unwrap();
         let follower = Store::open(&directory, read_only()).unwrap();
+        // A second follower, opened again now and then: its open's replay leaves plain heads
+        // (the first's catch-up installs nodes), which the writer's compaction must not strand.
+        let mut rejoined = Store::open(&directory, read_only()).unwrap();
         let mut random = Random(0x9e37_79b9_7f4a_7c15 ^ seed);
         let mut held: Option<(Snapshot<'_>, Content)> = None;
         let (mut segments_removed, mut reopened) = (0, 0);
@@ -192,6 +195,10 @@ fn a_follower_reads_what_the_writer_reads_after_every_step() {
                     writer = Some(Store::open(&directory, writer_options(durability)).unwrap());
                     reopened += 1;
                 }
+                18 => {
+                    rejoined.close().unwrap();
+                    rejoined = Store::open(&directory, read_only()).unwrap();
+                }
                 16 => {
                     held = Some({
                         let snapshot = follower.snapshot().unwrap();
@@ -207,7 +214,9 @@ fn a_follower_reads_what_the_writer_reads_after_every_step() {
             }
             let store = writer.as_ref().unwrap();
             assert_eq!(follower.version(), store.version(), "{context}");
-            assert_eq!(content(&follower), content(store), "{context}");
+            let expected = content(store);
+            assert_eq!(content(&follower), expected, "{context}");
+            assert_eq!(content(&rejoined), expected, "{context}");
         }
         // The steps met what they are here for.
         assert!(
@@ -215,6 +224,7 @@ fn a_follower_reads_what_the_writer_reads_after_every_step() {
             "{segments_removed} {reopened}"
         );
         drop(held);
+        rejoined.close().unwrap();
         follower.close().unwrap();
         writer.take().unwrap().close().unwrap();
         std::fs::remove_dir_all(&directory).unwrap();
@@ -576,6 +586,44 @@ fn a_follower_reads_on_across_writers_killed_mid_write() {
         .put("c", b"last", b"v", &WriteOptions::default())
         .unwrap();
     assert_eq!(content(&follower), content(&writer));
+    follower.close().unwrap();
+    writer.close().unwrap();
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+/// Keys deleted before the follower opened: its open leaves them as heads that name their
+/// delete's entry in the log. The writer's compaction removes that segment without a copy
+/// (nothing of a deleted key is live), and the follower, which lets go of the segment, still
+/// answers `NotFound` for them, never `Corruption`.
+#[test]
+fn keys_deleted_before_the_follower_opened_stay_deleted_after_their_segment_goes() {
+    let directory = directory("deleted-before");
+    let writer = Store::open(&directory, writer_options(Durability::Buffered)).unwrap();
+    writer
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    let write = WriteOptions::default();
+    for index in 0..20 {
+        let key = format!("gone-{index}");
+        writer.put("c", key.as_bytes(), b"v", &write).unwrap();
+        writer.delete("c", key.as_bytes(), &write).unwrap();
+    }
+    writer.put("c", b"kept", b"v", &write).unwrap();
+    let follower = Store::open(&directory, read_only()).unwrap();
+    for round in 1..=3 {
+        fill_and_delete(&writer, round);
+        assert_eq!(content(&follower), content(&writer));
+        assert!(writer.compact().unwrap().segments_removed > 0);
+    }
+    fill_and_delete(&writer, 4);
+    assert_eq!(content(&follower), content(&writer));
+    for index in 0..20 {
+        let key = format!("gone-{index}");
+        let error = follower
+            .get("c", key.as_bytes(), &ReadOptions::default())
+            .unwrap_err();
+        assert_eq!(error.code(), ErrorCode::NotFound, "{key}: {error}");
+    }
     follower.close().unwrap();
     writer.close().unwrap();
     std::fs::remove_dir_all(&directory).unwrap();

@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering;
 use super::core::Engine;
 use crate::error::Result;
 use crate::index::replay::{replay_record, Applying};
-use crate::index::ItemSlot;
+use crate::index::{index_key, plain, view, ItemSlot};
+use crate::record::{self, DecodedRecord};
 
 impl Engine {
     /// Applies the records appended since the last look, if there are any: one load of the
@@ -46,12 +47,64 @@ impl Engine {
         if read_any {
             // Under the lock snapshots open under: with none open, none can read the removed
             // segments' old versions; one opened after reads the copies made before.
+            // Not while the log below an open's persisted index is still being verified
+            // (`after_open.rs`): the verification reads those segments.
             let snapshots = self.snapshots.lock();
-            if self.oldest_snapshot.load(Ordering::Acquire) == u64::MAX {
-                self.log.release_removed_segments();
+            if self.oldest_snapshot.load(Ordering::Acquire) == u64::MAX
+                && !self.log.has_unverified_records()
+            {
+                let removed = self.log.segments_removed_by_writer();
+                for &(first_slot, bytes) in &removed {
+                    self.demote_plain_heads_in(first_slot, bytes)?;
+                }
+                if !removed.is_empty() {
+                    self.log.release_removed_segments();
+                }
             }
             drop(snapshots);
         }
         Ok(())
+    }
+
+    /// Before the follower lets go of a segment the writer removed: each plain head naming an
+    /// entry in it becomes a node that says the same. The writer's compaction does that for
+    /// what it does not copy forward (a deleted or expired item, `demote_plain`), in its own
+    /// memory, and no record tells a follower; a follower's plain heads come from its open's
+    /// replay. The keys are found through the segment's own item records, as compaction finds
+    /// them.
+    fn demote_plain_heads_in(&self, first_slot: u64, bytes: u64) -> Result<()> {
+        let start = first_slot * self.log.slot_size_bytes();
+        let segment = start..start + bytes;
+        let guard = crossbeam_epoch::pin();
+        self.log.scan_segment(first_slot, &mut |_, _, payload| {
+            let keys: Vec<(u64, &[u8])> = match record::decode(payload) {
+                Ok(DecodedRecord::Items(items)) => items
+                    .iter()
+                    .map(|item| (item.write.container_id, item.write.key))
+                    .collect(),
+                Ok(DecodedRecord::RelocatedItems(items)) => items
+                    .iter()
+                    .map(|(_, item)| (item.write.container_id, item.write.key))
+                    .collect(),
+                Ok(DecodedRecord::ItemCoordination {
+                    container_id, key, ..
+                }) => vec![(container_id, key)],
+                _ => Vec::new(),
+            };
+            for (container_id, key) in keys {
+                let Some(slot) = self.index.get(&index_key(container_id, key))? else {
+                    continue;
+                };
+                let head = slot.head().load(Ordering::Acquire, &guard);
+                let Some(offset) = plain::offset_of(head).filter(|offset| segment.contains(offset))
+                else {
+                    continue;
+                };
+                if let Some(current) = view(head, &mut self.log.reader(&guard))? {
+                    slot.demote_plain(offset, &current, &guard);
+                }
+            }
+            Ok(())
+        })
     }
 }

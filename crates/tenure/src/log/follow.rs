@@ -183,6 +183,21 @@ impl LogShared {
         Ok(Some(segment))
     }
 
+    /// The segments (first slot, length in bytes) the writer has removed that this follower
+    /// still holds: those `release_removed_segments` takes out.
+    pub(super) fn segments_removed_by_writer(&self) -> Vec<(u64, u64)> {
+        let Some(follower) = &self.follower else {
+            return Vec::new();
+        };
+        let first_slot = follower.state.lock().writer_first_slot;
+        self.segments
+            .all()
+            .iter()
+            .filter(|segment| segment.first_slot + segment.slot_count <= first_slot)
+            .map(|segment| (segment.first_slot, segment.length()))
+            .collect()
+    }
+
     /// Takes out of the table the segments the writer has removed, once this follower has
     /// read the records that replaced what they held; the caller makes sure no snapshot
     /// may read them (their mappings go once no reader's guard can see them). Without this a

@@ -630,6 +630,12 @@ impl Log {
         self.shared.catch_up(apply)
     }
 
+    /// A following open: the segments (first slot, length in bytes) the writer removed that
+    /// `release_removed_segments` would drop now.
+    pub fn segments_removed_by_writer(&self) -> Vec<(u64, u64)> {
+        self.shared.segments_removed_by_writer()
+    }
+
     /// A following open: drops the segments the writer removed whose content this open has
     /// read again in later records. The caller holds off snapshots: none is open, and none
     /// opens meanwhile.
