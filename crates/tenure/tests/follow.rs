@@ -628,3 +628,82 @@ fn keys_deleted_before_the_follower_opened_stay_deleted_after_their_segment_goes
     writer.close().unwrap();
     std::fs::remove_dir_all(&directory).unwrap();
 }
+
+/// Readers on three threads of one follower, taking snapshots and reading hot keys, while the
+/// writer overwrites those keys and compacts: catch-ups, prunes and the release of removed
+/// segments on several threads at once. Every read finds a value, and no thread waits for
+/// ever (the lock order of a catch-up, a prune and a release).
+#[test]
+fn readers_on_several_threads_follow_a_compacting_writer() {
+    let directory = directory("threads");
+    let writer = Arc::new(Store::open(&directory, writer_options(Durability::Buffered)).unwrap());
+    writer
+        .create_container("c", &ContainerOptions::default())
+        .unwrap();
+    for index in 0..10 {
+        let key = format!("hot-{index}");
+        writer
+            .put("c", key.as_bytes(), &[0; 1_000], &WriteOptions::default())
+            .unwrap();
+    }
+    let follower = Arc::new(Store::open(&directory, read_only()).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writing = {
+        let (writer, stop) = (Arc::clone(&writer), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut removed = 0;
+            for round in 0u32.. {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let key = format!("hot-{}", round % 10);
+                let value = [(round % 251) as u8; 1_000];
+                writer
+                    .put("c", key.as_bytes(), &value, &WriteOptions::default())
+                    .unwrap();
+                if round % 200 == 199 {
+                    removed += writer.compact().unwrap().segments_removed;
+                }
+            }
+            removed
+        })
+    };
+    let (done, finished) = std::sync::mpsc::channel();
+    let readers: Vec<_> = (0..3)
+        .map(|thread| {
+            let (follower, done) = (Arc::clone(&follower), done.clone());
+            std::thread::spawn(move || {
+                for iteration in 0..20_000 {
+                    let key = format!("hot-{}", (iteration + thread) % 10);
+                    if iteration % 100 == 0 {
+                        let snapshot = follower.snapshot().unwrap();
+                        let first = snapshot.get("c", key.as_bytes(), &ReadOptions::default());
+                        let again = snapshot.get("c", key.as_bytes(), &ReadOptions::default());
+                        assert_eq!(first.unwrap().value, again.unwrap().value);
+                    } else {
+                        let item = follower
+                            .get("c", key.as_bytes(), &ReadOptions::default())
+                            .unwrap();
+                        assert_eq!(item.value.unwrap().len(), 1_000);
+                    }
+                }
+                done.send(()).unwrap();
+            })
+        })
+        .collect();
+    for _ in 0..3 {
+        finished
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a reader thread finished (none waits for ever)");
+    }
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let removed = writing.join().unwrap();
+    assert!(removed > 0, "the writer's compaction removed segments");
+    assert_eq!(content(&follower), content(&writer));
+    Arc::try_unwrap(follower).ok().unwrap().close().unwrap();
+    Arc::try_unwrap(writer).ok().unwrap().close().unwrap();
+    std::fs::remove_dir_all(&directory).unwrap();
+}

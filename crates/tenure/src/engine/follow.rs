@@ -24,7 +24,7 @@ impl Engine {
 
     /// Applies each new record onto the live index, as the writer's own install would leave
     /// it: versions go on top of their keys' chains, older ones go only as far as the open
-    /// snapshots allow (`maybe_prune`), and nothing is visible before the whole batch is.
+    /// snapshots allow (`maybe_prune`), and nothing is visible before the whole catch-up is.
     #[cold]
     fn catch_up(&self) -> Result<()> {
         let now = self.clock.now();
@@ -32,38 +32,39 @@ impl Engine {
             self.maybe_prune(slot, slot.head().load(Ordering::Acquire, guard), guard);
         };
         let applying = Applying::Live { prune: &prune };
-        let read_any = self.log.catch_up(&mut |mut record| {
-            replay_record(
-                applying,
-                &self.index,
-                &self.catalog,
-                now,
-                record.version,
-                record.location,
-                record.payload,
-                &mut record.earlier,
-            )
-        })?;
-        if read_any {
-            // Under the lock snapshots open under: with none open, none can read the removed
-            // segments' old versions; one opened after reads the copies made before.
-            // Not while the log below an open's persisted index is still being verified
-            // (`after_open.rs`): the verification reads those segments.
+        // Before the log lets go of the segments the writer removed: with no snapshot open
+        // (one opened later reads only versions applied since), and not while the log below
+        // an open's persisted index is still being verified (`after_open.rs`), which reads
+        // them. Under the lock snapshots open under, taken inside the catch-up's lock, the
+        // order the prune takes them in.
+        let mut before_release = |removed: &[(u64, u64)]| -> Result<bool> {
             let snapshots = self.snapshots.lock();
-            if self.oldest_snapshot.load(Ordering::Acquire) == u64::MAX
-                && !self.log.has_unverified_records()
+            if self.oldest_snapshot.load(Ordering::Acquire) != u64::MAX
+                || self.log.has_unverified_records()
             {
-                let removed = self.log.segments_removed_by_writer();
-                for &(first_slot, bytes) in &removed {
-                    self.demote_plain_heads_in(first_slot, bytes)?;
-                }
-                if !removed.is_empty() {
-                    self.log.release_removed_segments();
-                }
+                return Ok(false);
+            }
+            for &(first_slot, bytes) in removed {
+                self.demote_plain_heads_in(first_slot, bytes)?;
             }
             drop(snapshots);
-        }
-        Ok(())
+            Ok(true)
+        };
+        self.log.catch_up(
+            &mut |mut record| {
+                replay_record(
+                    applying,
+                    &self.index,
+                    &self.catalog,
+                    now,
+                    record.version,
+                    record.location,
+                    record.payload,
+                    &mut record.earlier,
+                )
+            },
+            &mut before_release,
+        )
     }
 
     /// Before the follower lets go of a segment the writer removed: each plain head naming an

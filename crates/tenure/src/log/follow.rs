@@ -35,17 +35,19 @@ impl LogShared {
     }
 
     /// Reads the records appended since the last catch-up and hands each `Data` record to
-    /// `apply`, in log order; then makes them visible. Returns whether any version was read.
+    /// `apply`, in log order; then makes them visible. Then, when the writer has removed
+    /// segments this follower still holds and `before_release` (given them) agrees, lets go
+    /// of them: under the catch-up's lock, so no catch-up reads them meanwhile.
     pub(super) fn catch_up(
         &self,
         apply: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
-    ) -> Result<bool> {
+        before_release: &mut dyn FnMut(&[(u64, u64)]) -> Result<bool>,
+    ) -> Result<()> {
         let follower = self.follower.as_ref().expect("a following open");
         let mut state = follower.state.lock();
         if let Some(error) = &state.failed {
             return Err(error.clone());
         }
-        let first_version = state.expected_version;
         if let Err(error) = self.read_appended(&mut state, apply) {
             state.failed = Some(error.clone());
             return Err(error);
@@ -63,7 +65,11 @@ impl LogShared {
             follower.claim.publish(state.position);
             state.published_from = state.position;
         }
-        Ok(last_version >= first_version)
+        let removed = self.segments_removed_by_writer(state.writer_first_slot);
+        if !removed.is_empty() && before_release(&removed)? {
+            self.release_removed_segments(state.writer_first_slot);
+        }
+        Ok(())
     }
 
     fn read_appended(
@@ -183,13 +189,9 @@ impl LogShared {
         Ok(Some(segment))
     }
 
-    /// The segments (first slot, length in bytes) the writer has removed that this follower
-    /// still holds: those `release_removed_segments` takes out.
-    pub(super) fn segments_removed_by_writer(&self) -> Vec<(u64, u64)> {
-        let Some(follower) = &self.follower else {
-            return Vec::new();
-        };
-        let first_slot = follower.state.lock().writer_first_slot;
+    /// The segments (first slot, length in bytes) below `first_slot`, the writer's, that this
+    /// follower still holds.
+    fn segments_removed_by_writer(&self, first_slot: u64) -> Vec<(u64, u64)> {
         self.segments
             .all()
             .iter()
@@ -198,15 +200,11 @@ impl LogShared {
             .collect()
     }
 
-    /// Takes out of the table the segments the writer has removed, once this follower has
-    /// read the records that replaced what they held; the caller makes sure no snapshot
-    /// may read them (their mappings go once no reader's guard can see them). Without this a
-    /// follower would keep every removed segment's disk for as long as it lives.
-    pub(super) fn release_removed_segments(&self) {
-        let Some(follower) = &self.follower else {
-            return;
-        };
-        let first_slot = follower.state.lock().writer_first_slot;
+    /// Takes out of the table the segments below `first_slot`, which the writer removed, once
+    /// this follower has read the records that replaced what they held; the caller makes sure
+    /// nothing will read them (their mappings go once no reader's guard can see them). Without
+    /// this a follower would keep every removed segment's disk for as long as it lives.
+    fn release_removed_segments(&self, first_slot: u64) {
         let removed: Vec<Arc<Segment>> = {
             let _creating = self.segment_creation.lock();
             self.segments

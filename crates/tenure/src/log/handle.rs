@@ -622,25 +622,14 @@ impl Log {
     }
 
     /// A following open: hands each record appended since the last catch-up to `apply`, in
-    /// log order, then makes them visible. Whether any version was read.
+    /// log order, then makes them visible; then lets go of the segments the writer removed,
+    /// when `before_release`, given them (first slot, length in bytes), returns `true`.
     pub fn catch_up(
         &self,
         apply: &mut dyn FnMut(RecoveredRecord<'_>) -> Result<()>,
-    ) -> Result<bool> {
-        self.shared.catch_up(apply)
-    }
-
-    /// A following open: the segments (first slot, length in bytes) the writer removed that
-    /// `release_removed_segments` would drop now.
-    pub fn segments_removed_by_writer(&self) -> Vec<(u64, u64)> {
-        self.shared.segments_removed_by_writer()
-    }
-
-    /// A following open: drops the segments the writer removed whose content this open has
-    /// read again in later records. The caller holds off snapshots: none is open, and none
-    /// opens meanwhile.
-    pub fn release_removed_segments(&self) {
-        self.shared.release_removed_segments()
+        before_release: &mut dyn FnMut(&[(u64, u64)]) -> Result<bool>,
+    ) -> Result<()> {
+        self.shared.catch_up(apply, before_release)
     }
 
     /// Whether a process that follows the store still has to read the log below `end` (a
