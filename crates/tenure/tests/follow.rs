@@ -648,8 +648,14 @@ fn readers_on_several_threads_follow_a_compacting_writer() {
     }
     let follower = Arc::new(Store::open(&directory, read_only()).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
+    // Segments the writer's compaction removed so far: the readers go on until a few were.
+    let removed_so_far = Arc::new(AtomicU64::new(0));
     let writing = {
-        let (writer, stop) = (Arc::clone(&writer), Arc::clone(&stop));
+        let (writer, stop, removed_so_far) = (
+            Arc::clone(&writer),
+            Arc::clone(&stop),
+            Arc::clone(&removed_so_far),
+        );
         std::thread::spawn(move || {
             let mut removed = 0;
             for round in 0u32.. {
@@ -663,6 +669,7 @@ fn readers_on_several_threads_follow_a_compacting_writer() {
                     .unwrap();
                 if round % 200 == 199 {
                     removed += writer.compact().unwrap().segments_removed;
+                    removed_so_far.store(removed as u64, Ordering::Relaxed);
                 }
             }
             removed
@@ -671,9 +678,19 @@ fn readers_on_several_threads_follow_a_compacting_writer() {
     let (done, finished) = std::sync::mpsc::channel();
     let readers: Vec<_> = (0..3)
         .map(|thread| {
-            let (follower, done) = (Arc::clone(&follower), done.clone());
+            let (follower, done, removed_so_far) = (
+                Arc::clone(&follower),
+                done.clone(),
+                Arc::clone(&removed_so_far),
+            );
             std::thread::spawn(move || {
-                for iteration in 0..20_000 {
+                const READS: usize = 20_000;
+                const MOST_READS: usize = 20_000_000;
+                let enough = |iteration: usize| {
+                    iteration >= MOST_READS
+                        || iteration >= READS && removed_so_far.load(Ordering::Relaxed) >= 3
+                };
+                for iteration in (0..).take_while(|&iteration| !enough(iteration)) {
                     let key = format!("hot-{}", (iteration + thread) % 10);
                     if iteration % 100 == 0 {
                         let snapshot = follower.snapshot().unwrap();
@@ -701,7 +718,7 @@ fn readers_on_several_threads_follow_a_compacting_writer() {
     }
     stop.store(true, Ordering::Relaxed);
     let removed = writing.join().unwrap();
-    assert!(removed > 0, "the writer's compaction removed segments");
+    assert!(removed >= 3, "the writer's compaction removed segments");
     assert_eq!(content(&follower), content(&writer));
     Arc::try_unwrap(follower).ok().unwrap().close().unwrap();
     Arc::try_unwrap(writer).ok().unwrap().close().unwrap();

@@ -222,3 +222,48 @@ fn tempfile_directory() -> std::path::PathBuf {
     std::fs::create_dir_all(&directory).unwrap();
     directory
 }
+
+/// A read-only open that follows a writer, inherited through `fork()`: in the child it reads
+/// nothing more from the log (not even for `version()`, which reports the copy as the fork
+/// left it) and refuses every call, as any inherited handle does.
+#[test]
+fn an_inherited_follower_reads_nothing_more_in_the_child() {
+    let directory = tempfile_directory();
+    let writer = Store::open(&directory, options()).unwrap();
+    writer.create_container("c", &Default::default()).unwrap();
+    writer
+        .put("c", b"first", b"v", &Default::default())
+        .unwrap();
+    let follower = Store::open(
+        &directory,
+        StoreOptions {
+            read_only: true,
+            background_compaction_interval: None,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let seen = follower.version();
+    assert_eq!(seen, writer.version());
+    // Appended before the fork, not yet read by the follower.
+    writer
+        .put("c", b"second", b"v", &Default::default())
+        .unwrap();
+    let status = run_in_child(|| {
+        let inherited = child_copy(&follower);
+        if inherited.version() != seen {
+            return 1;
+        }
+        let refused = inherited.get("c", b"first", &Default::default());
+        if refused.err().map(|error| error.code()) != Some(tenure::ErrorCode::UsedAfterFork) {
+            return 2;
+        }
+        drop(inherited);
+        0
+    });
+    assert_eq!(status, 0, "the child's checks");
+    assert_eq!(follower.version(), writer.version());
+    follower.close().unwrap();
+    writer.close().unwrap();
+    std::fs::remove_dir_all(&directory).unwrap();
+}

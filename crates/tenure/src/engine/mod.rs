@@ -412,9 +412,10 @@ impl Backend for LocalStore {
     }
 
     fn version(&self) -> Version {
-        // A following open first reads what other processes committed (a failure there
-        // shows at the next operation, which meets it again).
-        let _ = self.engine.follow_writer();
+        // A following open first reads what other processes committed, through the gate: a
+        // forked child's copy reads nothing (and takes no lock a parent's thread may have
+        // held at the fork). A failure shows at the next operation, which meets it again.
+        let _ = self.engine.check_open();
         self.engine.version()
     }
 
