@@ -42,14 +42,8 @@ impl BackgroundCompaction {
                 let stopping = || *thread_stop.0.lock();
                 let mut next_pass = std::time::Instant::now() + interval;
                 loop {
-                    {
-                        let mut stopped = thread_stop.0.lock();
-                        if !*stopped {
-                            thread_stop.1.wait_for(&mut stopped, wake);
-                        }
-                        if *stopped {
-                            return;
-                        }
+                    if stopped_after(&thread_stop, wake) {
+                        return;
                     }
                     let Some(store) = store.upgrade() else { return };
                     if std::time::Instant::now() >= next_pass {
@@ -112,14 +106,8 @@ impl BackgroundCompaction {
             "tenure-follower",
             crate::base::background::Priority::Background,
             move || loop {
-                {
-                    let mut stopped = thread_stop.0.lock();
-                    if !*stopped {
-                        thread_stop.1.wait_for(&mut stopped, interval);
-                    }
-                    if *stopped {
-                        return;
-                    }
+                if stopped_after(&thread_stop, interval) {
+                    return;
                 }
                 let Some(store) = store.upgrade() else { return };
                 // A failure stays with the follower; every call meets it.
@@ -137,4 +125,16 @@ impl BackgroundCompaction {
         self.stop.1.notify_all();
         let _ = self.thread.join();
     }
+}
+
+/// Waits up to `interval` unless stopped already; whether the thread is to stop.
+fn stopped_after(
+    stop: &(parking_lot::Mutex<bool>, parking_lot::Condvar),
+    interval: std::time::Duration,
+) -> bool {
+    let mut stopped = stop.0.lock();
+    if !*stopped {
+        stop.1.wait_for(&mut stopped, interval);
+    }
+    *stopped
 }

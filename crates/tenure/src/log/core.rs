@@ -226,6 +226,8 @@ pub(super) struct FollowState {
     /// the writer removed the segments below it, after it had made their live items durable
     /// in records that this follower has read since (`release_removed_segments`).
     pub(super) writer_first_slot: u64,
+    /// The first slot below which this follower has let go of every segment.
+    pub(super) released_below: u64,
 }
 
 impl Follower {
@@ -247,6 +249,7 @@ impl Follower {
                 published_from: position,
                 failed: None,
                 writer_first_slot: 0,
+                released_below: 0,
             }),
             next_header_version: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
             claim,

@@ -65,9 +65,14 @@ impl LogShared {
             follower.claim.publish(state.position);
             state.published_from = state.position;
         }
-        let removed = self.segments_removed_by_writer(state.writer_first_slot);
-        if !removed.is_empty() && before_release(&removed)? {
-            self.release_removed_segments(state.writer_first_slot);
+        // Only when the writer's first slot moved past what was let go of: the table's walk
+        // costs a reference count per segment, and a catch-up runs on the readers' path.
+        if state.writer_first_slot > state.released_below {
+            let removed = self.segments_removed_by_writer(state.writer_first_slot);
+            if removed.is_empty() || before_release(&removed)? {
+                self.release_removed_segments(state.writer_first_slot);
+                state.released_below = state.writer_first_slot;
+            }
         }
         Ok(())
     }
